@@ -1,0 +1,89 @@
+"""One pass over one file (or byte range): parse, check, summarise."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from .contract import Contract
+from .findings import Finding, as_findings
+from .reader import SKIPPED, ReadError, Record, iter_lines, parse_line
+from .summary import FileSummary
+
+# Records are checked in batches so batch hooks (the tokenizer round trip) amortise their
+# calls; the id budget bounds the memory a batch of parsed ids may take.
+BATCH_RECORDS = 256
+BATCH_IDS = 1 << 18
+
+
+def audit(
+    path: Path,
+    contract: Contract,
+    hook: Any,
+    summary: FileSummary,
+    start: int = 0,
+    end: int | None = None,
+) -> None:
+    """Read every line once, run every per-record check, fill `summary`.
+
+    Line numbers are relative to `start` (1 = the first line of the range).
+    """
+    batch: list[Record] = []
+    pending: list[Finding] = []  # findings of unusable lines, kept in line order with the batch
+    batch_ids = 0
+    line = 0
+    try:
+        for raw in iter_lines(path, start, end):
+            line += 1
+            body = raw.strip()
+            if not body:
+                summary.blank += 1
+                continue
+            summary.records += 1
+            parsed = parse_line(body, line, contract)
+            if parsed is SKIPPED:
+                summary.skipped += 1
+                continue
+            summary.audited += 1
+            if type(parsed) is list:
+                pending += parsed
+            else:
+                batch.append(parsed)
+                batch_ids += parsed.n_ids
+            if len(batch) + len(pending) >= BATCH_RECORDS or batch_ids >= BATCH_IDS:
+                _check_batch(batch, pending, contract, hook, summary)
+                batch, pending, batch_ids = [], [], 0
+    except ReadError as exc:
+        summary.read_error = f"{exc} (after line {line})"
+    finally:
+        summary.lines = line
+    _check_batch(batch, pending, contract, hook, summary)
+    if summary.read_error:
+        summary.add_finding(Finding("read", summary.read_error))
+
+
+def _check_batch(
+    batch: list[Record], found: list[Finding], contract: Contract, hook: Any, summary: FileSummary
+) -> None:
+    for record in batch:
+        summary.add_counts(record.line, record.id, record.count, record.n_ids)
+        for result in hook.pytest_tokaudit_check_record(record=record, contract=contract):
+            for f in as_findings(result):
+                if f.line is None:
+                    f = Finding(f.check, f.message, record.line, record.id, f.allowable)
+                found.append(f)
+    if batch:
+        for result in hook.pytest_tokaudit_check_batch(
+            records=batch, contract=contract, summary=summary
+        ):
+            found.extend(as_findings(result))
+    # Hooks answer in their own order; the bounded list keeps the first lines of the file.
+    found.sort(key=lambda f: f.line or 0)
+    summary.add_record_findings(found)
+
+
+def check_file(path: Path, contract: Contract, hook: Any, summary: FileSummary) -> None:
+    """Run the per-file checks on a complete (whole or merged) summary."""
+    for result in hook.pytest_tokaudit_check_file(path=path, summary=summary, contract=contract):
+        for f in as_findings(result):
+            summary.add_finding(f if f.line is None else Finding(f.check, f.message))

@@ -1,0 +1,98 @@
+"""The built-in checks, implemented through the same hooks a user's conftest.py uses.
+
+Each is its own plugin, registered as ``tokaudit.<name>``, so ``-p no:tokaudit.count``
+turns one off.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from .findings import Finding
+
+
+def _tokens(specs: tuple[str, ...], ids: tuple[int, ...]) -> list[tuple[int, str]]:
+    """(id, label) pairs: names as written, with their id when they were names."""
+    return [(i, s if s.isdigit() else f"{s} ({i})") for s, i in zip(specs, ids)]
+
+
+class CountCheck:
+    """Billed count vs number of token ids, per record and on average per file."""
+
+    @pytest.hookimpl
+    def pytest_tokaudit_check_record(self, record, contract):
+        billed, counted = record.count, record.n_ids
+        diff = counted - billed
+        if abs(diff) <= contract.count_tolerance(billed):
+            return None
+        pct = f", {diff / billed:+.1%}" if billed else ""
+        return Finding(
+            "count",
+            f"billed {billed}, counted {counted} ({diff:+d}{pct}) "
+            f"> max({contract.count_abs}, {contract.count_rel:.2%})".replace(".00%", "%"),
+            allowable=True,
+        )
+
+    @pytest.hookimpl
+    def pytest_tokaudit_check_file(self, summary, contract):
+        out = []
+        allowed = contract.count_outliers.of(summary.audited)
+        if summary.allowable > allowed:
+            out.append(Finding(
+                "count_outliers",
+                f"{summary.allowable} records break the count tolerance, at most {allowed} "
+                f"allowed ({contract.count_outliers} of {summary.audited:,} audited)",
+            ))
+        limit = contract.count_mean_rel
+        if limit is not None and summary.checked and summary.mean_ratio > limit:
+            out.append(Finding(
+                "count_mean",
+                f"mean |diff| {summary.mean_absdiff:.2f} / mean billed "
+                f"{summary.mean_billed:,.1f} = {summary.mean_ratio:.3%} > {limit:.3%}",
+            ))
+        return out
+
+
+class StructureCheck:
+    """Special tokens: required exactly once, required last, forbidden."""
+
+    @pytest.hookimpl
+    def pytest_tokaudit_check_record(self, record, contract):
+        out = []
+        for token, label in _tokens(contract.require_once, contract.require_once_ids):
+            n = record.occurrences(token)
+            if n != 1:
+                out.append(Finding("require_once", f"expected {label} once, found {n} times"))
+        if contract.require_last_ids:
+            last = record.last_id
+            if last not in contract.require_last_ids:
+                want = " or ".join(l for _, l in _tokens(contract.require_last, contract.require_last_ids))
+                found = "no tokens" if last is None else f"{last}"
+                out.append(Finding("require_last", f"expected last token {want}, found {found}"))
+        for token, label in _tokens(contract.forbid, contract.forbid_ids):
+            n = record.occurrences(token)
+            if n:
+                out.append(Finding("forbid", f"expected no {label}, found {n}"))
+        return out
+
+
+class EmptyCheck:
+    """A file with no audited record is suspicious unless allowed."""
+
+    @pytest.hookimpl
+    def pytest_tokaudit_check_file(self, summary, contract):
+        if summary.audited or contract.allow_empty or summary.read_error:
+            return None
+        if summary.records == 0:
+            return Finding("empty", "no records: the file is empty")
+        return Finding(
+            "empty",
+            f"no audited records: all {summary.records} skipped by tokaudit_where",
+        )
+
+
+BUILTIN = {
+    "tokaudit.count": CountCheck,
+    "tokaudit.structure": StructureCheck,
+    "tokaudit.empty": EmptyCheck,
+}

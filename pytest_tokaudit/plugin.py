@@ -1,0 +1,59 @@
+"""pytest entry point: options, ini keys, hook specs, and plugins registered by role.
+
+pytest imports this module on every run, with or without --tokaudit: keep it light.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from .contract import KEYS
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    from . import hookspecs
+
+    pluginmanager.add_hookspecs(hookspecs)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("tokaudit", "token data audit (pytest-tokaudit)")
+    group.addoption(
+        "--tokaudit", action="store_true", default=False,
+        help="collect JSONL data files (tokaudit_glob) and audit them against the contract",
+    )
+    group.addoption(
+        "--tokaudit-tokenizer", metavar="DIR", default=None,
+        help="local tokenizer directory (overrides tokaudit_tokenizer)",
+    )
+    group.addoption(
+        "--tokaudit-json", metavar="PATH", default=None,
+        help="write the whole audit as JSON to PATH",
+    )
+    group.addoption(
+        "--tokaudit-baseline", metavar="PATH", default=None,
+        help="fail files that got worse than in an earlier --tokaudit-json report",
+    )
+    for key in KEYS:
+        default = f"default: {key.default}" if key.default else "default: unset"
+        parser.addini(key.name, f"tokaudit: {key.help} ({default})", default=None)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not config.getoption("tokaudit"):
+        return
+    from .checks import BUILTIN
+    from .collect import CONTRACT, Collector
+    from .contract import contract_from_config
+
+    contract = contract_from_config(config)
+    config.stash[CONTRACT] = contract
+    pm = config.pluginmanager
+    pm.register(Collector(contract), "tokaudit.collect")
+    for name, check in BUILTIN.items():
+        if not pm.is_blocked(name):
+            pm.register(check(), name)
+    if not hasattr(config, "workerinput"):
+        from .dataset import Controller
+
+        pm.register(Controller(config, contract), "tokaudit.controller")

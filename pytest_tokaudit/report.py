@@ -1,0 +1,124 @@
+"""Views of summaries: the failure section of a file and the terminal summary table."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from .contract import Contract
+from .findings import Finding
+from .summary import FileSummary
+
+# Which contract keys a check's verdict depends on, to say where the tolerance came from.
+CHECK_KEYS = {
+    "count": ("count_abs", "count_rel"),
+    "count_outliers": ("count_outliers",),
+    "count_mean": ("count_mean_rel",),
+    "require_once": ("require_once",),
+    "require_last": ("require_last",),
+    "forbid": ("forbid",),
+    "roundtrip": ("roundtrip_rel",),
+    "empty": ("allow_empty",),
+}
+
+
+def record_label(contract: Contract, record_id: Any) -> str:
+    if record_id is None or not contract.id_field:
+        return ""
+    return f"{'.'.join(contract.id_field)}={record_id!r}: "
+
+
+def finding_line(path: str, f: Finding, contract: Contract, offset: int = 0, note: str = "") -> str:
+    where = f"{path}:{f.line + offset}" if f.line is not None else path
+    return f"{where}: {record_label(contract, f.record_id)}{f.check}: {f.message}{note}"
+
+
+def verdict(summary: FileSummary, contract: Contract) -> str:
+    """The first line: reads on its own as pytest's one-line FAILED summary."""
+    allowed = summary.allowable <= contract.count_outliers.of(summary.audited)
+    bad_records = summary.bad_records + (0 if allowed else summary.outlier_records)
+    parts = []
+    if bad_records:
+        parts.append(f"{bad_records:,} of {summary.audited:,} audited records break the contract")
+    parts += [f.message for f in summary.file_findings]
+    return "; ".join(parts) or "the file breaks the contract"
+
+
+def failure_text(summary: FileSummary, contract: Contract, offset: int = 0) -> str:
+    """The failure section of one file: verdict, bad records, file-level findings, sources."""
+    lines = [verdict(summary, contract)]
+    lines += _shown(summary.shown, summary.failing, summary, contract, offset, "")
+    allowed = summary.allowable <= contract.count_outliers.of(summary.audited)
+    note = " (allowed outlier)" if allowed else ""
+    lines += _shown(summary.shown_allowable, summary.allowable, summary, contract, offset, note)
+    for f in summary.file_findings:
+        lines.append(finding_line(summary.path, f, contract))
+    keys: list[str] = []
+    for check in summary.by_check:
+        for attr in CHECK_KEYS.get(check, ()):
+            if attr not in keys:
+                keys.append(attr)
+    if keys:
+        lines.append(f"contract: {contract.describe(tuple(keys))}")
+    return "\n".join(lines)
+
+
+def _shown(
+    shown: list[Finding], total: int, summary: FileSummary, contract: Contract, offset: int, note: str
+) -> Iterable[str]:
+    for f in shown:
+        yield finding_line(summary.path, f, contract, offset, note)
+    if total > len(shown):
+        yield f"... and {total - len(shown):,} more (tokaudit_max_shown = {summary.max_shown})"
+
+
+# -- terminal summary ---------------------------------------------------------------------
+
+def _table(header: list[str], rows: list[list[str]], right: set[int]) -> list[str]:
+    widths = [max(len(str(c)) for c in col) for col in zip(header, *rows)]
+
+    def fmt(row: list[str]) -> str:
+        cells = [str(c).rjust(w) if i in right else str(c).ljust(w)
+                 for i, (c, w) in enumerate(zip(row, widths))]
+        return "  ".join(cells).rstrip()
+
+    return [fmt(header)] + [fmt(r) for r in rows]
+
+
+def summary_table(summaries: list[FileSummary]) -> list[str]:
+    """One row per file: the audit people read every run."""
+    with_rt = any(s.rt_checked for s in summaries)
+    header = ["file", "records", "audited", "skipped", "mean billed", "mean counted",
+              "mean |diff|", "max |diff|", "findings"]
+    if with_rt:
+        header += ["rt changed", "rt mean", "rt max"]
+    rows = [_row(s, with_rt) for s in summaries]
+    if len(summaries) > 1:
+        total = FileSummary(path=f"all {len(summaries)} files")
+        for s in summaries:
+            total.merge(s)
+        rows.append(_row(total, with_rt))
+    return _table(header, rows, right=set(range(1, len(header))))
+
+
+def _row(s: FileSummary, with_rt: bool) -> list[str]:
+    row = [
+        s.path, f"{s.records:,}", f"{s.audited:,}", f"{s.skipped:,}",
+        f"{s.mean_billed:,.1f}", f"{s.mean_counted:,.1f}",
+        f"{s.mean_absdiff:.2f} ({s.mean_ratio:.2%})", f"{s.max_absdiff:,}", f"{s.findings:,}",
+    ]
+    if with_rt:
+        row += [f"{s.rt_changed:,}", f"{s.rt_ratio_mean:.2%}", f"{s.rt_ratio_max:.2%}"]
+    return row
+
+
+def worst_table(summaries: list[FileSummary], contract: Contract) -> list[str]:
+    """The worst 5 records of each file by |billed - counted|."""
+    rows = []
+    for s in summaries:
+        for diff, line, rid, billed, counted in s.worst_records():
+            rows.append([f"{s.path}:{line}", "" if rid is None else repr(rid),
+                         f"{billed:,}", f"{counted:,}", f"{counted - billed:+,}"])
+    if not rows:
+        return []
+    id_name = ".".join(contract.id_field) or "id"
+    return _table(["record", id_name, "billed", "counted", "diff"], rows, right={2, 3, 4})

@@ -1,0 +1,180 @@
+"""FileSummary: what one audit item saw, small enough to travel in a test report."""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import asdict, dataclass, field, fields, replace
+from typing import Any
+
+import orjson
+
+from .findings import Finding
+
+WORST = 5
+
+
+@dataclass
+class FileSummary:
+    """Counts, sums, the worst records and a bounded list of findings for one file or shard.
+
+    Lines in `shown` and `worst` are relative to `first_line` - 1 until `rebase` for shards.
+    """
+
+    path: str
+    shard: int | None = None  # shard index; None for a whole file
+    shards: int = 1
+    max_shown: int = 20
+    lines: int = 0  # physical lines read
+    blank: int = 0
+    records: int = 0  # non-blank lines
+    audited: int = 0  # records the `where` filter let through (valid or not)
+    skipped: int = 0
+    checked: int = 0  # audited records well-formed enough to check
+    billed: int = 0
+    counted: int = 0
+    absdiff: int = 0
+    max_absdiff: int = 0
+    # [absdiff, line, record id, billed, counted], worst first
+    worst: list[list[Any]] = field(default_factory=list)
+    findings: int = 0
+    allowable: int = 0
+    bad_records: int = 0  # records with a finding no allowance forgives
+    outlier_records: int = 0  # records whose only findings are allowable
+    by_check: dict[str, int] = field(default_factory=dict)
+    shown: list[Finding] = field(default_factory=list)  # first `max_shown`, not allowable
+    shown_allowable: list[Finding] = field(default_factory=list)
+    file_findings: list[Finding] = field(default_factory=list)
+    rt_checked: int = 0
+    rt_changed: int = 0
+    rt_ratio_sum: float = 0.0
+    rt_ratio_max: float = 0.0
+    read_error: str | None = None
+
+    # -- accumulation ------------------------------------------------------------------
+    def add_counts(self, line: int, record_id: Any, billed: int, counted: int) -> None:
+        self.checked += 1
+        self.billed += billed
+        self.counted += counted
+        diff = abs(counted - billed)
+        self.absdiff += diff
+        if diff > self.max_absdiff:
+            self.max_absdiff = diff
+        if diff:
+            # min-heap on (diff, -line): the earliest line wins a tie, as in a stable sort
+            entry = (diff, -line, record_id, billed, counted)
+            if len(self.worst) < WORST:
+                heapq.heappush(self.worst, entry)
+            elif entry[:2] > self.worst[0][:2]:
+                heapq.heapreplace(self.worst, entry)
+
+    def add_finding(self, finding: Finding) -> None:
+        self.findings += 1
+        self.by_check[finding.check] = self.by_check.get(finding.check, 0) + 1
+        if finding.line is None:
+            self.file_findings.append(finding)
+            return
+        if finding.allowable:
+            self.allowable += 1
+            if len(self.shown_allowable) < self.max_shown:
+                self.shown_allowable.append(finding)
+        elif len(self.shown) < self.max_shown:
+            self.shown.append(finding)
+
+    def add_record_findings(self, found: list[Finding]) -> None:
+        """Findings of a run of records, in line order."""
+        bad = {f.line for f in found if not f.allowable}
+        self.bad_records += len(bad)
+        self.outlier_records += len({f.line for f in found if f.allowable} - bad)
+        for f in found:
+            self.add_finding(f)
+
+    def add_roundtrip(self, ratio: float) -> None:
+        self.rt_checked += 1
+        if ratio:
+            self.rt_changed += 1
+            self.rt_ratio_sum += ratio
+            if ratio > self.rt_ratio_max:
+                self.rt_ratio_max = ratio
+
+    # -- derived -------------------------------------------------------------------------
+    @property
+    def failing(self) -> int:
+        """Findings that fail the file, before the outlier allowance is applied."""
+        return self.findings - self.allowable - len(self.file_findings)
+
+    def worst_records(self) -> list[tuple[int, int, Any, int, int]]:
+        """(absdiff, line, id, billed, counted), worst first."""
+        rows = [(d, -neg, i, b, c) for d, neg, i, b, c in self.worst]
+        return sorted(rows, key=lambda r: (-r[0], r[1]))
+
+    @property
+    def mean_billed(self) -> float:
+        return self.billed / self.checked if self.checked else 0.0
+
+    @property
+    def mean_counted(self) -> float:
+        return self.counted / self.checked if self.checked else 0.0
+
+    @property
+    def mean_absdiff(self) -> float:
+        return self.absdiff / self.checked if self.checked else 0.0
+
+    @property
+    def mean_ratio(self) -> float:
+        """mean |diff| / mean billed."""
+        return self.absdiff / self.billed if self.billed else 0.0
+
+    @property
+    def rt_ratio_mean(self) -> float:
+        return self.rt_ratio_sum / self.rt_checked if self.rt_checked else 0.0
+
+    # -- shards --------------------------------------------------------------------------
+    def rebase(self, offset: int) -> None:
+        """Make a shard's relative line numbers absolute: `offset` lines come before it."""
+        if not offset:
+            return
+        for name in ("shown", "shown_allowable"):
+            setattr(self, name, [replace(f, line=f.line + offset) for f in getattr(self, name)])
+        self.worst = [(d, neg - offset, *rest) for d, neg, *rest in self.worst]
+
+    def merge(self, other: FileSummary) -> None:
+        """Fold a later shard of the same file into this one (lines already absolute)."""
+        for name in (
+            "lines", "blank", "records", "audited", "skipped", "checked", "billed",
+            "counted", "absdiff", "findings", "allowable", "bad_records", "outlier_records",
+            "rt_checked", "rt_changed",
+        ):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.rt_ratio_sum += other.rt_ratio_sum
+        self.max_absdiff = max(self.max_absdiff, other.max_absdiff)
+        self.rt_ratio_max = max(self.rt_ratio_max, other.rt_ratio_max)
+        for check, n in other.by_check.items():
+            self.by_check[check] = self.by_check.get(check, 0) + n
+        for entry in other.worst:
+            entry = tuple(entry)
+            if len(self.worst) < WORST:
+                heapq.heappush(self.worst, entry)
+            elif entry[:2] > tuple(self.worst[0][:2]):
+                heapq.heapreplace(self.worst, entry)
+        self.shown = (self.shown + other.shown)[: self.max_shown]
+        self.shown_allowable = (self.shown_allowable + other.shown_allowable)[: self.max_shown]
+        self.file_findings += other.file_findings
+        self.read_error = self.read_error or other.read_error
+        self.shard, self.shards = None, 1
+
+    # -- travel --------------------------------------------------------------------------
+    def to_json(self) -> str:
+        data = asdict(self)
+        for name in ("shown", "shown_allowable", "file_findings"):
+            data[name] = [f.to_json() for f in getattr(self, name)]
+        return orjson.dumps(data).decode()
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> FileSummary:
+        data = orjson.loads(text)
+        known = {f.name for f in fields(cls)}
+        data = {k: v for k, v in data.items() if k in known}
+        for name in ("shown", "shown_allowable", "file_findings"):
+            data[name] = [Finding.from_json(f) for f in data.get(name, [])]
+        data["worst"] = [tuple(w) for w in data.get("worst", [])]
+        return cls(**data)
