@@ -65,8 +65,12 @@ def audit(
 def _check_batch(
     batch: list[Record], found: list[Finding], contract: Contract, hook: Any, summary: FileSummary
 ) -> None:
+    keep_ids = contract.unique_ids or bool(contract.expected_ids)
     for record in batch:
         summary.add_counts(record.line, record.id, record.count, record.n_ids)
+        if keep_ids and record.id is not None:
+            summary.ids.append(record.id)
+            summary.id_lines.append(record.line)
         for result in hook.pytest_tokaudit_check_record(record=record, contract=contract):
             for f in as_findings(result):
                 if f.line is None:

@@ -13,10 +13,10 @@ from .audit import audit, check_file
 from .contract import Contract
 from .reader import is_compressed
 from .report import failure_text
-from .summary import FileSummary
+from .summary import PROPERTY, FileSummary
 
 CONTRACT = pytest.StashKey[Contract]()
-PROPERTY = "tokaudit"  # the user_properties name a summary travels under
+COLLECTED = pytest.StashKey[int]()
 
 
 class AuditFailure(Exception):
@@ -37,6 +37,11 @@ class Collector:
         if any(fnmatch.fnmatch(file_path.name, p) for p in self.patterns):
             return DataFile.from_parent(parent, path=file_path)
         return None
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]):
+        # Before -k / --lf deselect anything: lets the controller tell a partial run.
+        config.stash[COLLECTED] = sum(isinstance(i, AuditItem) for i in items)
 
 
 class DataFile(pytest.File):
@@ -78,7 +83,11 @@ class AuditItem(pytest.Item):
 
     def runtest(self) -> None:
         contract = self.contract
-        summary = FileSummary(path=self.display, max_shown=contract.max_shown)
+        summary = FileSummary(
+            path=self.display,
+            max_shown=contract.max_shown,
+            collected=self.config.stash.get(COLLECTED, 0),
+        )
         if self.shard:
             summary.shard, summary.shards = self.shard
         try:

@@ -1,26 +1,200 @@
 """Controller side: gathers every item's summary from the reports and speaks for the run.
 
 Registered only where ``config.workerinput`` is absent: in a plain run, or on the xdist
-controller, which sees every report the workers send.
+controller, which sees every report the workers send. After all items have run (the
+``yield`` of ``pytest_runtestloop``) it merges shards, judges whole sharded files, runs the
+dataset checks, and reports each as an ordinary test outcome (``tokaudit::budget``).
 """
 
 from __future__ import annotations
 
-from typing import Any
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Iterator
 
+import orjson
 import pytest
 
-from .collect import PROPERTY
-from .contract import Contract
-from .report import summary_table, worst_table
-from .summary import FileSummary
+from .contract import MISSING, Contract
+from .findings import Finding
+from .reader import get_path
+from .summary import PROPERTY, FileSummary
 
+MISSING_SHOWN = 10  # ranges of missing ids shown
+DUPLICATES_SHOWN = 20
+
+
+@dataclass
+class Outcome:
+    """The verdict of one dataset-wide check."""
+
+    name: str
+    outcome: str  # "passed", "failed" or "skipped"
+    message: str
+    lines: list[str] = field(default_factory=list)
+
+    @property
+    def text(self) -> str:
+        return "\n".join([self.message, *self.lines])
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "outcome": self.outcome, "message": self.message,
+                "lines": self.lines}
+
+
+# -- record ids -----------------------------------------------------------------------------
+
+def id_key(value: Any) -> int:
+    """A compact dict key for a record id: ints as they are, strings as a 64-bit hash."""
+    if type(value) is int:
+        return value
+    digest = hashlib.blake2b(str(value).encode(), digest_size=8).digest()
+    # Shifted above every int id a dataset plausibly holds, so the two kinds never meet.
+    return (1 << 64) | int.from_bytes(digest, "little")
+
+
+class IdIndex:
+    """Where each record id was seen; one small int per id, places only for duplicates."""
+
+    def __init__(self) -> None:
+        self.sources: list[tuple[str, int | None]] = []  # (path, shard)
+        self.first: dict[int, int] = {}  # key -> source index << 32 | line
+        self.dups: dict[int, list[int]] = {}
+        self.names: dict[int, Any] = {}
+        # (path, shard) -> lines before the shard; set once every shard has reported
+        self.offsets: dict[tuple[str, int | None], int] = {}
+
+    def add(self, summary: FileSummary) -> None:
+        fi = len(self.sources)
+        self.sources.append((summary.path, summary.shard))
+        first = self.first
+        for value, line in zip(summary.ids, summary.id_lines):
+            key = id_key(value)
+            place = fi << 32 | line
+            seen = first.setdefault(key, place)
+            if seen != place:
+                self.dups.setdefault(key, [seen]).append(place)
+                self.names[key] = value
+
+    def where(self, place: int) -> str:
+        source = self.sources[place >> 32]
+        return f"{source[0]}:{(place & 0xFFFFFFFF) + self.offsets.get(source, 0)}"
+
+    def __contains__(self, value: Any) -> bool:
+        return id_key(value) in self.first
+
+
+def read_manifest(path: Path, id_field: tuple[str, ...]) -> Iterator[Any]:
+    """Ids from a JSONL manifest (objects with the id field) or one id per line."""
+    with open(path, "rb") as fh:
+        for raw in fh:
+            raw = raw.strip()
+            if not raw:
+                continue
+            try:
+                value = orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                yield raw.decode("utf-8", "replace")
+                continue
+            if type(value) is dict:
+                value = get_path(value, id_field)
+                if value is MISSING:
+                    continue
+            yield value
+
+
+def ranges(values: list[Any], limit: int) -> list[str]:
+    """'1000-1099', '2000', ... for ints; the values themselves otherwise."""
+    ints = sorted(v for v in values if type(v) is int)
+    out: list[str] = []
+    i = 0
+    while i < len(ints) and len(out) < limit:
+        j = i
+        while j + 1 < len(ints) and ints[j + 1] == ints[j] + 1:
+            j += 1
+        out.append(str(ints[i]) if i == j else f"{ints[i]}-{ints[j]}")
+        i = j + 1
+    others = [repr(v) for v in values if type(v) is not int]
+    return out + others[: max(0, limit - len(out))]
+
+
+# -- the checks ------------------------------------------------------------------------------
+
+def money(tokens: int, contract: Contract) -> str:
+    if contract.price_per_mtok is None:
+        return ""
+    value = tokens * contract.price_per_mtok / 1e6
+    return f"${value:,.2f}" if value >= 1 or value == 0 else f"${value:.4f}"
+
+
+def evaluate(
+    files: list[FileSummary], index: IdIndex | None, contract: Contract, complete: str | None
+) -> list[Outcome]:
+    """The dataset checks that are configured. `complete` is None, or why the run is partial."""
+    out = []
+    if contract.budget is not None:
+        spent = sum(s.billed for s in files)
+        cap = contract.budget
+        share = f" ({spent / cap:.1%})" if cap else ""
+        cost = f"; {money(spent, contract)} of {money(cap, contract)}" if money(1, contract) else ""
+        message = f"billed {spent:,} of {cap:,} tokens{share}{cost}"
+        if spent > cap:
+            out.append(Outcome("budget", "failed", f"over budget: {message}",
+                               [f"contract: {contract.describe(('budget',))}"]))
+        else:
+            out.append(Outcome("budget", "passed", message))
+    if contract.unique_ids and index is not None:
+        if index.dups:
+            lines = []
+            for key, places in list(index.dups.items())[:DUPLICATES_SHOWN]:
+                where = ", ".join(index.where(p) for p in places)
+                lines.append(f"{'.'.join(contract.id_field)}={index.names[key]!r}: {len(places)} records: {where}")
+            if len(index.dups) > DUPLICATES_SHOWN:
+                lines.append(f"... and {len(index.dups) - DUPLICATES_SHOWN:,} more duplicated ids")
+            extra = sum(len(p) - 1 for p in index.dups.values())
+            out.append(Outcome(
+                "unique_ids", "failed",
+                f"{len(index.dups):,} ids appear more than once ({extra:,} records counted twice)",
+                lines,
+            ))
+        else:
+            out.append(Outcome("unique_ids", "passed", f"{len(index.first):,} ids, each once"))
+    if contract.expected_ids:
+        out.append(_expected(index, contract, complete))
+    return out
+
+
+def _expected(index: IdIndex | None, contract: Contract, partial: str | None) -> Outcome:
+    if partial:
+        return Outcome("expected_ids", "skipped", f"needs every file: {partial}")
+    path = Path(contract.expected_ids)
+    try:
+        expected = list(read_manifest(path, contract.id_field))
+    except OSError as exc:
+        return Outcome("expected_ids", "failed", f"cannot read manifest {path}: {exc.strerror}")
+    missing = [v for v in expected if index is None or v not in index]
+    if not missing:
+        return Outcome("expected_ids", "passed", f"all {len(expected):,} expected ids have a record")
+    return Outcome(
+        "expected_ids", "failed",
+        f"{len(missing):,} of {len(expected):,} expected ids have no record",
+        ["missing: " + ", ".join(ranges(missing, MISSING_SHOWN))
+         + (" ..." if len(missing) > MISSING_SHOWN else "")],
+    )
+
+
+# -- the controller plugin ------------------------------------------------------------------
 
 class Controller:
     def __init__(self, config: pytest.Config, contract: Contract):
         self.config = config
         self.contract = contract
         self.summaries: dict[str, FileSummary] = {}  # nodeid -> summary
+        self.collected = 0  # audit items in the full collection, as items report it
+        self.index = IdIndex() if contract.unique_ids or contract.expected_ids else None
+        self.outcomes: list[Outcome] = []
+        self.file_verdicts: dict[str, Outcome] = {}
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -29,30 +203,88 @@ class Controller:
         kept = []
         for name, value in report.user_properties:
             if name == PROPERTY:
-                self.summaries[report.nodeid] = FileSummary.from_json(value)
+                summary = FileSummary.from_json(value)
+                self.collected = max(self.collected, summary.collected)
+                if self.index is not None:
+                    # Fold ids in now and drop them: a run's ids never sit in memory twice.
+                    self.index.add(summary)
+                    summary.ids, summary.id_lines = [], []
+                self.summaries[report.nodeid] = summary
             else:
                 kept.append((name, value))
         # The summary has been read; keep it out of junitxml's <properties>.
         report.user_properties[:] = kept
+
+    def partial(self) -> str | None:
+        """Why not every collected data file was audited, or None."""
+        ran = len(self.summaries)
+        lf = self.config.pluginmanager.get_plugin("lfplugin")
+        if lf is not None and getattr(lf, "active", False) and getattr(lf, "lastfailed", None):
+            return "--lf runs only the files that failed last time"
+        if ran >= self.collected:
+            return None
+        return f"{ran} of {self.collected} audit items ran (deselected, stopped early or crashed)"
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtestloop(self, session: pytest.Session):
+        result = yield
+        if self.summaries or self.contract.budget is not None:
+            self.finish(session)
+        return result
+
+    def finish(self, session: pytest.Session) -> None:
+        from .audit import check_file
+
+        for path, parts in self.sharded().items():
+            nodeid = f"{path}::tokaudit[file]"
+            n = parts[0].shards
+            if len(parts) < n:
+                verdict = Outcome("file", "skipped", f"{len(parts)} of {n} shards of {path} ran")
+            else:
+                whole = merge_parts(parts)
+                check_file(Path(self.config.rootpath, path), self.contract, self.config.hook, whole)
+                if whole.file_findings:
+                    from .report import failure_text
+
+                    verdict = Outcome("file", "failed", failure_text(whole, self.contract))
+                else:
+                    verdict = Outcome("file", "passed", "")
+            self.file_verdicts[path] = verdict
+            emit(session, nodeid, verdict)
+        if self.index is not None:
+            self.index.offsets = self.shard_offsets()
+        self.outcomes = evaluate(self.files(), self.index, self.contract, self.partial())
+        for outcome in self.outcomes:
+            emit(session, f"tokaudit::{outcome.name}", outcome)
+
+    def sharded(self) -> dict[str, list[FileSummary]]:
+        out: dict[str, list[FileSummary]] = {}
+        for s in self.summaries.values():
+            if s.shard is not None:
+                out.setdefault(s.path, []).append(s)
+        return out
+
+    def shard_offsets(self) -> dict[tuple[str, int | None], int]:
+        out = {}
+        for path, parts in self.sharded().items():
+            offset = 0
+            for part in sorted(parts, key=lambda s: s.shard):
+                out[(path, part.shard)] = offset
+                offset += part.lines
+        return out
 
     def files(self) -> list[FileSummary]:
         """One summary per file, shards merged, in path order."""
         by_path: dict[str, list[FileSummary]] = {}
         for summary in self.summaries.values():
             by_path.setdefault(summary.path, []).append(summary)
-        out = []
-        for path in sorted(by_path):
-            parts = sorted(by_path[path], key=lambda s: s.shard or 0)
-            whole = parts[0]
-            for part in parts[1:]:
-                part.rebase(whole.lines)
-                whole.merge(part)
-            out.append(whole)
-        return out
+        return [merge_parts(by_path[p]) for p in sorted(by_path)]
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        from .report import summary_table, worst_table
+
         files = self.files()
-        if not files:
+        if not files and not self.outcomes:
             return
         tr = terminalreporter
         tr.write_sep("=", "tokaudit summary")
@@ -64,3 +296,39 @@ class Controller:
             tr.write_line("worst records by |billed - counted|:")
             for line in worst:
                 tr.write_line(line)
+        if self.contract.price_per_mtok is not None and self.contract.budget is None:
+            spent = sum(s.billed for s in files)
+            tr.write_line(f"\nbilled {spent:,} tokens = {money(spent, self.contract)}")
+        for outcome in self.outcomes:
+            tr.write_line(f"tokaudit::{outcome.name}: {outcome.outcome}: {outcome.message}")
+
+
+def merge_parts(parts: list[FileSummary]) -> FileSummary:
+    """Shards of one file, in order, made into a summary of the whole file."""
+    parts = sorted(parts, key=lambda s: s.shard or 0)
+    whole = FileSummary.from_json(parts[0].to_json())
+    for part in parts[1:]:
+        part = FileSummary.from_json(part.to_json())
+        part.rebase(whole.lines)
+        whole.merge(part)
+    whole.shard, whole.shards = None, 1
+    return whole
+
+
+def emit(session: pytest.Session, nodeid: str, outcome: Outcome) -> None:
+    """Report an outcome as an ordinary test: terminal, -rA, junitxml, exit status."""
+    hook = session.config.hook
+    location = (nodeid.split("::")[0], None, nodeid)
+    longrepr: Any = None
+    if outcome.outcome == "failed":
+        longrepr = outcome.text
+    elif outcome.outcome == "skipped":
+        longrepr = (str(session.config.rootpath / location[0]), None, f"Skipped: {outcome.message}")
+    hook.pytest_runtest_logstart(nodeid=nodeid, location=location)
+    report = pytest.TestReport(
+        nodeid, location, {}, outcome.outcome, longrepr, "call", user_properties=[]
+    )
+    if outcome.outcome == "passed" and outcome.message:
+        report.sections.append(("tokaudit", outcome.message))
+    hook.pytest_runtest_logreport(report=report)
+    hook.pytest_runtest_logfinish(nodeid=nodeid, location=location)

@@ -11,6 +11,7 @@ import orjson
 from .findings import Finding
 
 WORST = 5
+PROPERTY = "tokaudit"  # the user_properties name a summary travels under
 
 
 @dataclass
@@ -49,6 +50,10 @@ class FileSummary:
     rt_ratio_sum: float = 0.0
     rt_ratio_max: float = 0.0
     read_error: str | None = None
+    collected: int = 0  # audit items in the session's full collection (before -k, --lf, -x)
+    # Record ids and their lines, in line order; only kept for the dataset id checks.
+    ids: list[Any] = field(default_factory=list)
+    id_lines: list[int] = field(default_factory=list)
 
     # -- accumulation ------------------------------------------------------------------
     def add_counts(self, line: int, record_id: Any, billed: int, counted: int) -> None:
@@ -136,6 +141,7 @@ class FileSummary:
         for name in ("shown", "shown_allowable"):
             setattr(self, name, [replace(f, line=f.line + offset) for f in getattr(self, name)])
         self.worst = [(d, neg - offset, *rest) for d, neg, *rest in self.worst]
+        self.id_lines = [line + offset for line in self.id_lines]
 
     def merge(self, other: FileSummary) -> None:
         """Fold a later shard of the same file into this one (lines already absolute)."""
@@ -159,6 +165,8 @@ class FileSummary:
         self.shown = (self.shown + other.shown)[: self.max_shown]
         self.shown_allowable = (self.shown_allowable + other.shown_allowable)[: self.max_shown]
         self.file_findings += other.file_findings
+        self.ids += other.ids
+        self.id_lines += other.id_lines
         self.read_error = self.read_error or other.read_error
         self.shard, self.shards = None, 1
 
