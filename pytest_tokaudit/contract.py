@@ -266,18 +266,28 @@ class Contract:
             by_origin.setdefault(origin, []).append(f"{key} = {text}")
         return "; ".join(f"{o} [{', '.join(v)}]" for o, v in by_origin.items())
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, str]:
+        """Every key as it would be written in pytest.ini (paths made absolute)."""
         out = {}
-        for f in dataclasses.fields(self):
-            if f.name == "sources":
-                continue
-            value = getattr(self, f.name)
-            if isinstance(value, Allowance):
-                value = str(value)
-            elif isinstance(value, tuple) and f.name.endswith("field") or f.name == "where":
-                value = ".".join(value)
-            out[f.name] = value
+        for key in KEYS:
+            text = self.sources.get(key.name, (key.default, "default"))[0]
+            if key.attr in PATH_ATTRS:
+                text = getattr(self, key.attr)
+            out[key.name] = text
         return out
+
+    @classmethod
+    def from_json(cls, texts: dict[str, str], origin: str = "report") -> Contract:
+        """The contract a JSON report was made with (token names left unresolved)."""
+        values, sources = {}, {}
+        for key in KEYS:
+            text = texts.get(key.name, key.default)
+            values[key.attr] = key.parse(text)
+            sources[key.name] = (text, origin)
+        return cls(**values, sources=sources)
+
+
+PATH_ATTRS = ("tokenizer", "expected_ids")
 
 
 def contract_from_config(config: pytest.Config) -> Contract:
@@ -305,7 +315,7 @@ def contract_from_config(config: pytest.Config) -> Contract:
             value = key.parse(text)
         except ContractError as exc:
             raise pytest.UsageError(f"{key.name} ({origin}): {exc}") from None
-        if key.attr in ("tokenizer", "expected_ids") and value:
+        if key.attr in PATH_ATTRS and value:
             value = str(_relative_to(config, value, origin))
         values[key.attr] = value
         sources[key.name] = (text.strip(), origin)

@@ -206,9 +206,10 @@ class Controller:
                 summary = FileSummary.from_json(value)
                 self.collected = max(self.collected, summary.collected)
                 if self.index is not None:
-                    # Fold ids in now and drop them: a run's ids never sit in memory twice.
                     self.index.add(summary)
-                    summary.ids, summary.id_lines = [], []
+                    if not self.config.getoption("tokaudit_json"):
+                        # Folded in; drop them unless the JSON report (for merge) needs them.
+                        summary.ids, summary.id_lines = [], []
                 self.summaries[report.nodeid] = summary
             else:
                 kept.append((name, value))
@@ -280,6 +281,21 @@ class Controller:
             by_path.setdefault(summary.path, []).append(summary)
         return [merge_parts(by_path[p]) for p in sorted(by_path)]
 
+    def baseline_changes(self) -> dict[str, list[str]] | None:
+        baseline = self.config.pluginmanager.get_plugin("tokaudit.baseline")
+        return None if baseline is None else baseline.compare(self.files())
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        path = self.config.getoption("tokaudit_json")
+        if not path:
+            return
+        from . import jsonreport
+
+        data = jsonreport.build(
+            self.files(), self.outcomes, self.contract, self.partial(), self.baseline_changes()
+        )
+        jsonreport.write(Path(self.config.invocation_params.dir, path), data)
+
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         from .report import summary_table, worst_table
 
@@ -301,6 +317,13 @@ class Controller:
             tr.write_line(f"\nbilled {spent:,} tokens = {money(spent, self.contract)}")
         for outcome in self.outcomes:
             tr.write_line(f"tokaudit::{outcome.name}: {outcome.outcome}: {outcome.message}")
+        changes = self.baseline_changes()
+        for kind, paths in (changes or {}).items():
+            if paths:
+                tr.write_line(f"{kind} since the baseline: {', '.join(paths)}")
+        path = self.config.getoption("tokaudit_json")
+        if path:
+            tr.write_line(f"tokaudit JSON report: {path}")
 
 
 def merge_parts(parts: list[FileSummary]) -> FileSummary:

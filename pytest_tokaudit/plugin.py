@@ -53,6 +53,11 @@ def pytest_configure(config: pytest.Config) -> None:
     for name, check in BUILTIN.items():
         if not pm.is_blocked(name):
             pm.register(check(), name)
+    baseline = config.getoption("tokaudit_baseline")
+    if baseline:
+        from .jsonreport import BaselineCheck
+
+        pm.register(BaselineCheck(baseline), "tokaudit.baseline")
     if not hasattr(config, "workerinput"):
         from .dataset import Controller
 

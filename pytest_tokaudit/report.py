@@ -18,6 +18,7 @@ CHECK_KEYS = {
     "forbid": ("forbid",),
     "roundtrip": ("roundtrip_rel",),
     "empty": ("allow_empty",),
+    "baseline": ("baseline_rel",),
 }
 
 
