@@ -67,12 +67,34 @@ class StructureCheck:
             last = record.last_id
             if last not in contract.require_last_ids:
                 want = " or ".join(l for _, l in _tokens(contract.require_last, contract.require_last_ids))
-                found = "no tokens" if last is None else f"{last}"
+                found = "no tokens" if last is None else contract.token_label(last)
                 out.append(Finding("require_last", f"expected last token {want}, found {found}"))
         for token, label in _tokens(contract.forbid, contract.forbid_ids):
             n = record.occurrences(token)
             if n:
                 out.append(Finding("forbid", f"expected no {label}, found {n}"))
+        return out
+
+
+class RoundTripCheck:
+    """decode -> encode through the real tokenizer changes few tokens, in batches."""
+
+    @pytest.hookimpl
+    def pytest_tokaudit_check_batch(self, records, contract, summary):
+        if contract.roundtrip_rel is None:
+            return None
+        from .tokenizer import roundtrip
+
+        results = roundtrip(contract.tokenizer_object(), [r.ids for r in records])
+        out = []
+        for record, rt in zip(records, results):
+            summary.add_roundtrip(rt.ratio)
+            if rt.ratio > contract.roundtrip_rel:
+                out.append(record.finding(
+                    "roundtrip",
+                    f"{rt.changed} of {record.n_ids} tokens change "
+                    f"({rt.ratio:.2%} > {contract.roundtrip_rel:.2%}); {rt.detail}",
+                ))
         return out
 
 
@@ -94,5 +116,6 @@ class EmptyCheck:
 BUILTIN = {
     "tokaudit.count": CountCheck,
     "tokaudit.structure": StructureCheck,
+    "tokaudit.roundtrip": RoundTripCheck,
     "tokaudit.empty": EmptyCheck,
 }

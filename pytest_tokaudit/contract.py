@@ -163,7 +163,7 @@ KEYS: tuple[Key, ...] = (
         "allow a tokenizer's own Python code (auto_map) to run"),
     Key("tokaudit_roundtrip_rel", "roundtrip_rel", parse_optional_rel, "",
         "per record: decode->encode edit distance / len(ids) must not exceed it"),
-    Key("tokaudit_shard_size", "shard_size", parse_count, "268435456",
+    Key("tokaudit_shard_size", "shard_size", parse_count, "134217728",
         "uncompressed files larger than this many bytes are audited in shards"),
     Key("tokaudit_budget", "budget", parse_optional_count, "",
         "dataset: billed tokens summed over all files must not exceed it"),
@@ -215,7 +215,11 @@ class Contract:
 
     def replace(self, **changes: Any) -> Contract:
         """A copy with some values changed, e.g. in pytest_tokaudit_contract."""
-        new = dataclasses.replace(self, **changes)
+        sources = dict(self.sources)
+        for attr, value in changes.items():
+            if attr in KEYS_BY_ATTR:
+                sources[KEYS_BY_ATTR[attr].name] = (_text(value), "pytest_tokaudit_contract")
+        new = dataclasses.replace(self, **changes, sources=sources)
         token_keys = {"require_once", "require_last", "forbid"}
         if token_keys & changes.keys():
             new = new.resolve_tokens()
@@ -228,6 +232,16 @@ class Contract:
     def needs_tokenizer(self) -> bool:
         specs = self.require_once + self.require_last + self.forbid
         return self.roundtrip_rel is not None or not all(s.isdigit() for s in specs)
+
+    def token_label(self, token: int) -> str:
+        """'151645' or, with a tokenizer, "151645 ('<|im_end|>')"."""
+        if not self.tokenizer:
+            return str(token)
+        try:
+            name = self.tokenizer_object().convert_ids_to_tokens(token)
+        except Exception:  # an id the vocabulary lacks: the number says enough
+            return str(token)
+        return f"{token} ({name!r})" if name is not None else str(token)
 
     def tokenizer_object(self) -> Any:
         """The tokenizer (loaded once per process), or None if not configured."""
@@ -290,6 +304,15 @@ class Contract:
 PATH_ATTRS = ("tokenizer", "expected_ids")
 
 
+def _text(value: Any) -> str:
+    """A value as it would be written in pytest.ini."""
+    if isinstance(value, tuple):
+        return " ".join(map(str, value))
+    if isinstance(value, float):
+        return _fmt_rel(value)
+    return "" if value is None else str(value)
+
+
 def contract_from_config(config: pytest.Config) -> Contract:
     """Read every key; a bad value is a UsageError naming the key and what to write."""
     overrides = {
@@ -321,8 +344,15 @@ def contract_from_config(config: pytest.Config) -> Contract:
         sources[key.name] = (text.strip(), origin)
     if not values["ids_field"] or not values["count_field"]:
         raise pytest.UsageError("tokaudit_ids_field and tokaudit_count_field must not be empty")
+    if values["roundtrip_rel"] is not None and not values["tokenizer"]:
+        raise pytest.UsageError(
+            "tokaudit_roundtrip_rel needs a tokenizer: set tokaudit_tokenizer to a local "
+            "tokenizer directory (or pass --tokaudit-tokenizer=DIR)"
+        )
     contract = Contract(**values, sources=sources)
     try:
+        if contract.needs_tokenizer:
+            contract.tokenizer_object()  # a bad directory is a usage error now, not per file
         return contract.resolve_tokens()
     except ValueError as exc:  # ContractError, or TokenizerError from loading
         raise pytest.UsageError(str(exc)) from None

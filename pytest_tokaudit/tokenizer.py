@@ -92,19 +92,19 @@ def _load(directory: str, trust_remote_code: bool) -> Any:
 
 
 def _remote_code(where: Path) -> str | None:
-    """The custom tokenizer code named by the directory's auto_map, if any."""
-    for name, require_tokenizer_key in (("tokenizer_config.json", False), ("config.json", True)):
+    """The custom tokenizer code an auto_map names (any auto_map in tokenizer_config.json,
+    the AutoTokenizer entry of config.json's), if any."""
+    for name in ("tokenizer_config.json", "config.json"):
         try:
             auto_map = json.loads((where / name).read_text(encoding="utf-8")).get("auto_map")
         except (OSError, ValueError, AttributeError):
             continue
-        if not auto_map or (require_tokenizer_key and "AutoTokenizer" not in auto_map):
+        entry = auto_map.get("AutoTokenizer") if isinstance(auto_map, dict) else auto_map
+        if not auto_map or (entry is None and name == "config.json"):
             continue
-        entry = auto_map.get("AutoTokenizer", auto_map) if isinstance(auto_map, dict) else auto_map
-        refs = entry.values() if isinstance(entry, dict) else entry
-        refs = [refs] if isinstance(refs, str) else refs
-        modules = sorted({r.split("--")[-1].rpartition(".")[0] + ".py"
-                          for r in refs if isinstance(r, str) and "." in r})
+        refs = [entry] if isinstance(entry, str) else entry or []
+        modules = sorted({ref.split("--")[-1].rpartition(".")[0] + ".py"
+                          for ref in refs if isinstance(ref, str) and "." in ref})
         return ", ".join(modules) or f"auto_map in {name}"
     return None
 
@@ -218,7 +218,7 @@ def roundtrip(tok: Any, id_lists: Sequence[Sequence[int]]) -> list[RoundTrip]:
 
     lists = [ids if isinstance(ids, list) else list(ids) for ids in id_lists]
     out: list[RoundTrip] = []
-    for ids, result in zip(lists, _decode_encode(tok, lists)):
+    for ids, result in zip(lists, _decode_encode(tok, lists), strict=True):
         if isinstance(result, RoundTrip):
             out.append(result)
             continue
@@ -256,10 +256,11 @@ def _decode_encode(tok: Any, lists: list[list[int]]) -> list[tuple[str, list[int
         backend.encode_special_tokens = split
     # Ids outside u32 would make the whole batch raise OverflowError.
     fits = [not ids or (min(ids) >= 0 and max(ids) < _U32) for ids in lists]
-    texts = backend.decode_batch([ids for ids, ok in zip(lists, fits) if ok], skip_special_tokens=False)
-    done = iter(zip(texts, backend.encode_batch(texts, add_special_tokens=False)))
+    texts = backend.decode_batch([ids for ids, ok in zip(lists, fits, strict=True) if ok],
+                                 skip_special_tokens=False)
+    done = iter(zip(texts, backend.encode_batch(texts, add_special_tokens=False), strict=True))
     out: list[tuple[str, list[int]] | RoundTrip] = []
-    for ids, ok in zip(lists, fits):
+    for ids, ok in zip(lists, fits, strict=True):
         if ok:
             text, encoding = next(done)
             out.append((text, encoding.ids))
@@ -299,6 +300,7 @@ def _unknown_id(tok: Any, ids: list[int]) -> RoundTrip | None:
 
 def _detail(tok: Any, ids: list[int], again: list[int], text: str) -> str:
     """One line: where the ids first differ, the ids around it, and the text there."""
+    # zip stops at the shorter list: then the difference is where it ends.
     at = next((k for k, (a, b) in enumerate(zip(ids, again)) if a != b), min(len(ids), len(again)))
     start = max(0, at - _CONTEXT_IDS)
 
