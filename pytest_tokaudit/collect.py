@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fnmatch
+import os
 import math
 from pathlib import Path
 from typing import Any, Iterator
@@ -79,7 +80,7 @@ class AuditItem(pytest.Item):
         self.contract = contract
         self.shard = shard
         self.byte_range = byte_range
-        self.display = self.nodeid.split("::", 1)[0]
+        self.display = os.path.relpath(self.path, self.config.rootpath)
 
     def runtest(self) -> None:
         contract = self.contract
