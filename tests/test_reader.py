@@ -1,0 +1,541 @@
+"""In-process tests of the reader, the audit pass and FileSummary (no pytest subprocess).
+
+The audit runs with the real built-in checks, registered in a small pluggy PluginManager
+with the plugin's hook specs, exactly as pytest would call them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gzip
+import json
+import tempfile
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pluggy
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from pytest_tokaudit import Finding, checks, hookspecs
+from pytest_tokaudit.audit import audit, check_file
+from pytest_tokaudit.collect import count_lines_before
+from pytest_tokaudit.contract import KEYS, Contract
+from pytest_tokaudit.dataset import Controller
+from pytest_tokaudit.reader import SKIPPED, ReadError, iter_lines, parse_line
+from pytest_tokaudit.summary import PROPERTY, FileSummary
+
+from conftest import compress, jsonl_bytes, rec
+
+SETTINGS = settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+
+# -- contract and hooks ------------------------------------------------------------------------
+
+
+def default_contract(**changes: Any) -> Contract:
+    """The contract an empty pytest.ini gives, with `changes`."""
+    contract = Contract(**{k.attr: k.parse(k.default) for k in KEYS})
+    return dataclasses.replace(contract, **changes).resolve_tokens()
+
+
+class Spy:
+    """Remembers the line of every record handed to the per-record checks."""
+
+    def __init__(self) -> None:
+        self.lines: list[int] = []
+
+    @pytest.hookimpl
+    def pytest_tokaudit_check_record(self, record):
+        self.lines.append(record.line)
+
+
+def builtin_hook(*extra: Any):
+    """pm.hook with the plugin's hook specs and its built-in checks (plus `extra` plugins)."""
+    pm = pluggy.PluginManager("pytest")
+    pm.add_hookspecs(hookspecs)
+    for name, check in checks.BUILTIN.items():
+        pm.register(check(), name)
+    for plugin in extra:
+        pm.register(plugin)
+    return pm.hook
+
+
+@pytest.fixture(scope="module")
+def scratch():
+    """A directory for hypothesis examples (function-scoped tmp_path does not mix with @given)."""
+    with tempfile.TemporaryDirectory() as d:
+        yield Path(d)
+
+
+def physical_lines(data: bytes) -> list[bytes]:
+    """The file's lines as a binary file iterates them: split after each b'\\n' only."""
+    out, start = [], 0
+    while start < len(data):
+        end = data.find(b"\n", start)
+        end = len(data) if end < 0 else end + 1
+        out.append(data[start:end])
+        start = end
+    return out
+
+
+# -- strategies ------------------------------------------------------------------------------
+
+json_scalars = st.one_of(
+    st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=6),
+)
+json_values = st.recursive(
+    json_scalars,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4), inner, max_size=4),
+    max_leaves=8,
+)
+id_elements = st.one_of(
+    st.integers(-3, 2**70), st.floats(), st.text(max_size=2), st.booleans(), st.none(),
+)
+field_values = st.one_of(
+    st.integers(-5, 2**70), st.floats(), st.text(max_size=5), st.booleans(), st.none(),
+    st.lists(id_elements, max_size=6), st.lists(st.integers(0, 50), max_size=30),
+)
+record_like = st.fixed_dictionaries(
+    {},
+    optional={
+        "sample_id": st.one_of(st.text(max_size=4), st.integers(), st.none(), st.lists(st.integers(), max_size=2)),
+        "completion_tokens": field_values,
+        "output_ids": field_values,
+        "provider": st.one_of(st.none(), st.text(max_size=3), st.booleans()),
+    },
+)
+valid_records = st.builds(
+    lambda i, n, delta, provider: rec(f"s{i}", n, max(0, n + delta), **({"provider": provider} if provider else {})),
+    st.integers(0, 999), st.integers(0, 40), st.integers(-20, 20), st.sampled_from(["", "p"]),
+)
+
+
+def _dump(obj: Any) -> bytes:
+    try:
+        return json.dumps(obj).encode()  # may write NaN / Infinity: invalid JSON, a finding
+    except (ValueError, OverflowError):
+        return b"{"
+
+
+lines = st.one_of(
+    st.binary(max_size=30),
+    st.text(max_size=20).map(lambda t: t.encode("utf-8", "surrogatepass")),
+    record_like.map(_dump),
+    json_values.map(_dump),
+    valid_records.map(_dump),
+    valid_records.map(lambda r: b"\xef\xbb\xbf" + _dump(r)),  # a UTF-8 BOM
+    st.sampled_from([b"", b"  ", b"\t", b"\r"]),
+)
+
+
+@st.composite
+def jsonl_files(draw, max_lines: int = 25) -> bytes:
+    """Bytes of a JSONL-ish file: mostly lines of the kinds above, LF or CRLF endings."""
+    body = b""
+    for line in draw(st.lists(lines, max_size=max_lines)):
+        body += line + draw(st.sampled_from([b"\n", b"\n", b"\r\n"]))
+    if body and draw(st.booleans()):
+        body = body.rstrip(b"\r\n")  # no newline after the last line
+    return body
+
+
+# -- 1. audit(): never raises, every non-blank line accounted for ------------------------------
+
+CONTRACTS = {
+    "default": default_contract(max_shown=10**6),
+    "where": default_contract(max_shown=10**6, where=("provider",)),
+    "structure": default_contract(
+        max_shown=10**6, require_once=("3",), require_last=("7", "8"), forbid=("0",),
+    ),
+    "no-id": default_contract(max_shown=10**6, id_field=()),
+}
+
+
+def run_audit(path: Path, contract: Contract, *extra: Any) -> FileSummary:
+    summary = FileSummary(path=path.name, max_shown=contract.max_shown)
+    hook = builtin_hook(*extra)
+    audit(path, contract, hook, summary)
+    check_file(path, contract, hook, summary)
+    return summary
+
+
+def assert_accounted(summary: FileSummary, spy: Spy, data: bytes | None) -> None:
+    """Every non-blank line is skipped, checked, or has a json/schema finding; never two."""
+    parse_lines = {f.line for f in summary.shown if f.check in ("json", "schema")}
+    assert summary.records == summary.skipped + summary.checked + len(parse_lines)
+    assert summary.audited == summary.checked + len(parse_lines)
+    assert len(spy.lines) == summary.checked
+    assert len(set(spy.lines)) == len(spy.lines)
+    assert not parse_lines & set(spy.lines)
+    # Shown lists are complete with a high max_shown; nothing is lost or double counted.
+    assert summary.findings == (
+        len(summary.shown) + len(summary.shown_allowable) + len(summary.file_findings)
+    )
+    assert summary.findings == sum(summary.by_check.values())
+    assert summary.allowable == len(summary.shown_allowable)
+    for f in summary.shown + summary.shown_allowable:
+        assert 1 <= f.line <= summary.lines
+    assert summary.lines == summary.blank + summary.records
+    if data is not None:
+        phys = physical_lines(data)
+        assert summary.lines == len(phys)
+        blank = {i + 1 for i, raw in enumerate(phys) if not raw.strip()}
+        assert summary.blank == len(blank)
+        found_lines = {f.line for f in summary.shown + summary.shown_allowable}
+        assert not found_lines & blank
+        assert not set(spy.lines) & blank
+
+
+@SETTINGS
+@given(data=jsonl_files(), which=st.sampled_from(sorted(CONTRACTS)))
+@example(data=b"", which="default")
+@example(data=b"\xef\xbb\xbf{}\n\xff\xfe\n[1]\n\n", which="default")
+@example(data=b'{"sample_id":"a","completion_tokens":1.0,"output_ids":[1]}', which="default")
+@example(data=b'{"sample_id":"a","completion_tokens":1,"output_ids":[true]}\r\n', which="no-id")
+def test_audit_never_raises_and_accounts_for_every_line(scratch, data, which):
+    path = scratch / "x.jsonl"
+    path.write_bytes(data)
+    spy = Spy()
+    summary = run_audit(path, CONTRACTS[which], spy)
+    assert summary.read_error is None
+    assert_accounted(summary, spy, data)
+    if which != "where":
+        assert summary.skipped == 0
+
+
+@SETTINGS
+@given(data=st.binary(max_size=400))
+def test_audit_of_arbitrary_bytes_never_raises(scratch, data):
+    path = scratch / "raw.jsonl"
+    path.write_bytes(data)
+    spy = Spy()
+    summary = run_audit(path, CONTRACTS["default"], spy)
+    assert_accounted(summary, spy, data)
+
+
+@SETTINGS
+@given(
+    data=jsonl_files(),
+    suffix=st.sampled_from([".gz", ".zst"]),
+    cut=st.floats(0, 1),
+    garbage=st.binary(max_size=20),
+)
+def test_audit_of_compressed_files_never_raises(scratch, data, suffix, cut, garbage):
+    """Whole, truncated and garbage compressed files: findings, never an exception."""
+    packed = compress(data, suffix)
+    cases = {
+        "whole": packed,
+        "truncated": packed[: int(len(packed) * cut)],
+        "garbage": garbage,
+        "trailing": packed + garbage,
+    }
+    whole_lines = len(physical_lines(data))
+    for kind, content in cases.items():
+        path = scratch / f"{kind}.jsonl{suffix}"
+        path.write_bytes(content)
+        spy = Spy()
+        summary = run_audit(path, CONTRACTS["default"], spy)
+        assert_accounted(summary, spy, data if kind == "whole" else None)
+        assert summary.lines <= whole_lines or kind == "garbage", kind
+        if kind == "whole":
+            assert summary.read_error is None
+        if summary.read_error:
+            read = [f for f in summary.file_findings if f.check == "read"]
+            assert [f.message for f in read] == [summary.read_error]
+            assert summary.read_error.endswith(f"(after line {summary.lines})")
+        if kind == "truncated" and 0 < len(content) < len(packed):
+            # A compressed stream cut short is always noticed.
+            assert summary.read_error, (content, data)
+
+
+def test_truncated_compressed_files_keep_the_lines_before_the_cut(tmp_path):
+    """The records decoded before the cut are audited; the cut is one 'read' finding."""
+    records = [rec(f"t{i}", 200) for i in range(400)]
+    records[1] = rec("t1", 200, billed=1)
+    data = jsonl_bytes(records)
+    for suffix in (".gz", ".zst"):
+        packed = compress(data, suffix)
+        path = tmp_path / f"cut.jsonl{suffix}"
+        path.write_bytes(packed[: len(packed) // 2])
+        summary = run_audit(path, CONTRACTS["default"], Spy())
+        assert summary.read_error
+        assert 2 <= summary.lines < 400
+        assert summary.checked == summary.lines
+        assert [(f.line, f.record_id, f.check) for f in summary.shown_allowable] == [(2, "t1", "count")]
+        assert "read" in summary.by_check
+
+
+def test_unreadable_plain_file_is_a_read_finding(tmp_path):
+    summary = run_audit(tmp_path / "missing.jsonl", CONTRACTS["default"], Spy())
+    assert summary.read_error.startswith("cannot open: ")
+    assert [f.check for f in summary.file_findings] == ["read"]
+
+
+# -- 1b. parse_line: the fast path for the ids array agrees with the plain path ---------------
+
+# Array elements as they may be spelled in a file: mostly valid ids (the fast path's
+# business), and everything that is not one (which must fall back to the plain path).
+odd_id_texts = st.sampled_from([
+    "9223372036854775807", "18446744073709551616", "99999999999999999999",
+    "1000000000000000000", "01", "00", "-1", "-0", "1.0", "1e2", "1E2",
+    '"4"', "true", "null", "[5]", "{}", " 2", "2 ", "\t3", "\n3", "",
+])
+id_texts = st.one_of(
+    st.integers(0, 200_000).map(str), st.integers(0, 9).map(str), odd_id_texts,
+)
+separators = st.one_of(st.just(","), st.just(", "), st.sampled_from([" ,", ",  ", ",\t", ",,"]))
+
+
+valid_id_texts = st.integers(0, 200_000).map(str) | st.integers(0, 9).map(str)
+
+
+@st.composite
+def ids_arrays(draw) -> str:
+    if draw(st.booleans()):  # a plain array of ids, as json.dumps writes it
+        items = draw(st.lists(valid_id_texts, max_size=8))
+        sep = draw(st.sampled_from([",", ", "]))
+        if draw(st.booleans()) and items:
+            items += [items[-1]] * draw(st.integers(1, 3))
+        return "[" + sep.join(items) + "]"
+    items = draw(st.lists(id_texts, max_size=8))
+    if draw(st.booleans()) and items:
+        items += [items[-1]] * draw(st.integers(1, 3))  # runs of one token (",7,7,")
+    body = ""
+    for i, item in enumerate(items):
+        body += (draw(separators) if i else "") + item
+    wrap = draw(st.one_of(st.just("[{}]"), st.sampled_from(["[ {} ]", "[{} ]", "[\n{}]"])))
+    return wrap.format(body)
+
+
+@st.composite
+def record_lines(draw) -> bytes:
+    """A JSON-object-ish line whose ids array takes many spellings, keys in any order."""
+    fields = {
+        "sample_id": json.dumps(draw(st.one_of(st.text(max_size=3), st.integers(-2, 9)))),
+        "completion_tokens": draw(st.one_of(
+            st.just("3"), st.sampled_from(["0", "-1", "3.0", '"3"', "null"]))),
+        "output_ids": draw(ids_arrays()),
+        "provider": '"p"',
+    }
+    extras = draw(st.lists(st.sampled_from([
+        ('"meta"', '{"output_ids": [9, 9]}'),            # the key, nested, before the real one
+        ('"note"', '"output_ids"'),                        # the key's text as a value
+        ('"note"', '"\\"output_ids\\": [1]"'),          # ... inside a string
+        ('"output_ids"', '[8]'),                           # a duplicate key: the last one wins
+        ('"output\\u005fids"', '[6, 6]'),                 # the key spelled with an escape
+    ]), max_size=draw(st.sampled_from([0, 0, 2]))))
+    items = [(json.dumps(k), v) for k, v in fields.items() if draw(st.integers(0, 9))] + extras
+    items = draw(st.permutations(items))
+    colon = draw(st.sampled_from([": ", ":", " : "]))
+    comma = draw(st.sampled_from([", ", ","]))
+    return ("{" + comma.join(f"{k}{colon}{v}" for k, v in items) + "}").encode()
+
+
+def _parsed(result: Any) -> Any:
+    if result is SKIPPED or type(result) is list:
+        return result
+    tokens = sorted(set(result.ids[:4] + [0, 6, 7, 8, 9]))
+    return (
+        "record", result.line, result.id, result.count, result.n_ids, result.ids,
+        result.last_id, [result.occurrences(t) for t in tokens], result.data,
+    )
+
+
+@settings(SETTINGS, max_examples=400)
+@given(raw=record_lines(), which=st.sampled_from(["default", "where", "no-id"]))
+@example(raw=b'{"sample_id": "a", "completion_tokens": 3, "output_ids": [7,7,7]}', which="default")
+@example(raw=b'{"output_ids": [1], "output_ids": [2, 3], "sample_id": 1, "completion_tokens": 2}',
+         which="default")
+def test_fast_path_agrees_with_plain_path(raw, which):
+    contract = CONTRACTS[which]
+    fast = parse_line(raw, 3, contract)
+    plain = parse_line(raw, 3, contract, fast=False)
+    assert _parsed(fast) == _parsed(plain)
+
+
+def test_fast_path_sentinel_text_in_the_data_is_not_mistaken_for_ids():
+    """A duplicate ids key holding the fast path's placeholder text: still a schema finding."""
+    raw = b'{"sample_id": "a", "completion_tokens": 0, "output_ids": [], "output_ids": "\\u0000tokaudit-ids"}'
+    plain = parse_line(raw, 1, CONTRACTS["default"], fast=False)
+    assert [f.message for f in plain] == ["output_ids must be a list of token ids, found str"]
+    assert _parsed(parse_line(raw, 1, CONTRACTS["default"])) == _parsed(plain)
+
+
+# -- 2. iter_lines over byte ranges ----------------------------------------------------------
+
+chunks = st.lists(st.sampled_from([b"a", b"bc", b"\n", b"\n", b"\r\n", b"{}", b" "]), max_size=60)
+
+
+@SETTINGS
+@given(parts=chunks, cuts=st.lists(st.integers(0, 200), max_size=8), last_open=st.booleans())
+@example(parts=[b"\n", b"\n", b"a"], cuts=[1, 2], last_open=False)
+@example(parts=[b"a", b"\n"], cuts=[1], last_open=True)
+def test_iter_lines_ranges_partition_the_file(scratch, parts, cuts, last_open):
+    data = b"".join(parts)
+    path = scratch / "ranges.jsonl"
+    path.write_bytes(data)
+    whole = list(iter_lines(path))
+    assert whole == physical_lines(data)
+    assert b"".join(whole) == data
+    starts = [sum(map(len, whole[:i])) for i in range(len(whole))]
+
+    points = sorted({c for c in cuts if 0 < c < len(data)})
+    bounds = [0, *points, len(data)]
+    joined: list[bytes] = []
+    for i, (a, b) in enumerate(zip(bounds, bounds[1:])):
+        end = None if last_open and i == len(bounds) - 2 else b
+        got = list(iter_lines(path, a, end))
+        # A line belongs to the range its first byte is in.
+        assert got == [line for line, s in zip(whole, starts) if a <= s < b], (a, b)
+        if a:
+            assert count_lines_before(path, a) == sum(1 for s in starts if s < a)
+        joined += got
+    assert joined == whole
+
+
+def test_iter_lines_range_examples(tmp_path):
+    path = tmp_path / "x.jsonl"
+    path.write_bytes(b"aaa\nbbb\nccc")
+    assert list(iter_lines(path, 0, 1)) == [b"aaa\n"]
+    assert list(iter_lines(path, 1, 5)) == [b"bbb\n"]  # 'aaa' started before 1
+    assert list(iter_lines(path, 4, 5)) == [b"bbb\n"]  # starts exactly at 4
+    assert list(iter_lines(path, 5, None)) == [b"ccc"]
+    assert list(iter_lines(path, 9, 11)) == []
+    assert count_lines_before(path, 4) == 1
+    assert count_lines_before(path, 5) == 2
+
+
+def test_iter_lines_missing_file_is_a_read_error(tmp_path):
+    with pytest.raises(ReadError, match="cannot open"):
+        list(iter_lines(tmp_path / "nope.jsonl"))
+
+
+# -- 3. FileSummary: JSON round trip, shards merged like a whole file ------------------------
+
+def audited_summary(path: Path, contract: Contract, start: int = 0, end: int | None = None,
+                    shard: tuple[int, int] | None = None) -> FileSummary:
+    summary = FileSummary(path="data/x.jsonl", max_shown=contract.max_shown)
+    if shard:
+        summary.shard, summary.shards = shard
+    audit(path, contract, builtin_hook(), summary, start, end)
+    return summary
+
+
+def test_file_summary_json_round_trip(tmp_path):
+    path = tmp_path / "x.jsonl"
+    path.write_bytes(jsonl_bytes([
+        rec("a"), "{oops", rec(7, 10, 30), "", rec("b", 5, 50), [1], rec("c", 12, 1),
+    ]))
+    contract = default_contract(max_shown=1)
+    summary = audited_summary(path, contract, shard=(2, 5))
+    check_file(path, contract, builtin_hook(), summary)
+    summary.add_roundtrip(0.25)
+    summary.add_roundtrip(0.0)
+    assert summary.worst and summary.shown and summary.shown_allowable and summary.file_findings
+
+    text = summary.to_json()
+    back = FileSummary.from_json(text)
+    assert back == summary
+    assert back.to_json() == text
+    assert back.worst_records() == summary.worst_records() == [
+        (45, 5, "b", 50, 5), (20, 3, 7, 30, 10), (11, 7, "c", 1, 12),
+    ]
+    assert isinstance(back.shown[0], Finding)
+    # Unknown keys (a newer plugin on a worker) are ignored, bytes are accepted.
+    data = json.loads(text)
+    data["from_the_future"] = 1
+    assert FileSummary.from_json(json.dumps(data).encode()) == summary
+
+
+@SETTINGS
+@given(data=jsonl_files(max_lines=40))
+def test_file_summary_json_round_trip_any_file(scratch, data):
+    path = scratch / "rt.jsonl"
+    path.write_bytes(data)
+    summary = audited_summary(path, default_contract(max_shown=3))
+    assert FileSummary.from_json(summary.to_json()) == summary
+
+
+def merged_by_controller(parts: list[FileSummary], contract: Contract) -> FileSummary:
+    """Shard summaries through the controller, as they arrive in reports (any order)."""
+    controller = Controller(config=None, contract=contract)
+    for i, part in reversed(list(enumerate(parts))):
+        report = SimpleNamespace(
+            when="call",
+            nodeid=f"data/x.jsonl::tokaudit[shard {i + 1} of {len(parts)}]",
+            user_properties=[("other", 1), (PROPERTY, part.to_json())],
+        )
+        controller.pytest_runtest_logreport(report)
+        assert report.user_properties == [("other", 1)]  # the summary is taken out
+    (merged,) = controller.files()
+    return merged
+
+
+COMPARED = (
+    "lines", "blank", "records", "audited", "skipped", "checked", "billed", "counted",
+    "absdiff", "max_absdiff", "findings", "allowable", "bad_records", "outlier_records",
+    "by_check", "shown", "shown_allowable", "file_findings", "read_error",
+)
+
+
+@SETTINGS
+@given(
+    data=jsonl_files(max_lines=40),
+    cuts=st.lists(st.integers(1, 4000), max_size=5),
+    max_shown=st.integers(0, 6),
+)
+def test_shards_merge_to_the_whole_file(scratch, data, cuts, max_shown):
+    path = scratch / "shards.jsonl"
+    path.write_bytes(data)
+    contract = default_contract(max_shown=max_shown)
+    whole = audited_summary(path, contract)
+
+    points = sorted({c for c in cuts if c < len(data)})
+    bounds = [0, *points, len(data)]
+    n = len(bounds) - 1
+    parts = [
+        audited_summary(path, contract, a, b, shard=(i, n))
+        for i, (a, b) in enumerate(zip(bounds, bounds[1:]))
+    ]
+    merged = merged_by_controller(parts, contract)
+    for name in COMPARED:
+        assert getattr(merged, name) == getattr(whole, name), name
+    assert merged.worst_records() == whole.worst_records()
+    assert (merged.shard, merged.shards) == (None, 1)
+
+
+def test_merge_adds_counts_and_keeps_the_first_findings():
+    a = FileSummary(path="p", max_shown=2)
+    b = FileSummary(path="p", max_shown=2)
+    for line, (billed, counted) in enumerate([(10, 10), (10, 14), (5, 9)], 1):
+        a.add_counts(line, f"a{line}", billed, counted)
+    for line, (billed, counted) in enumerate([(10, 30), (8, 8)], 4):
+        b.add_counts(line, f"b{line}", billed, counted)
+    a.add_record_findings([Finding("schema", "x", 1), Finding("count", "y", 2, allowable=True)])
+    b.add_record_findings([Finding("json", "z", 4), Finding("json", "w", 5), Finding("json", "v", 6)])
+    a.lines, b.lines = 3, 3
+    a.merge(b)
+    assert (a.checked, a.billed, a.counted, a.absdiff, a.max_absdiff) == (5, 43, 71, 28, 20)
+    assert a.by_check == {"schema": 1, "count": 1, "json": 3}
+    assert [f.line for f in a.shown] == [1, 4]  # max_shown = 2, first lines first
+    assert [f.line for f in a.shown_allowable] == [2]
+    assert (a.findings, a.allowable, a.bad_records, a.outlier_records) == (5, 1, 4, 1)
+    assert a.worst_records() == [
+        (20, 4, "b4", 10, 30), (4, 2, "a2", 10, 14), (4, 3, "a3", 5, 9),
+    ]
+    assert a.lines == 6
+
+
+def test_as_gzip_helper_is_readable(tmp_path):
+    """Sanity check of the suite's own compress helper against the reader."""
+    data = jsonl_bytes([rec("a"), rec("b")])
+    path = tmp_path / "x.jsonl.gz"
+    path.write_bytes(compress(data, path.name))
+    assert gzip.decompress(path.read_bytes()) == data
+    assert b"".join(iter_lines(path)) == data
