@@ -40,7 +40,8 @@ class CountCheck:
         if summary.allowable > allowed:
             out.append(Finding(
                 "count_outliers",
-                f"{summary.allowable} records break the count tolerance, at most {allowed} "
+                f"{summary.allowable} record{'s break' if summary.allowable != 1 else ' breaks'} "
+                f"the count tolerance, at most {allowed} "
                 f"allowed ({contract.count_outliers} of {summary.audited:,} audited)",
             ))
         limit = contract.count_mean_rel

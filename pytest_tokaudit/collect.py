@@ -111,7 +111,10 @@ class AuditItem(pytest.Item):
         return super().repr_failure(excinfo, style=style)
 
     def reportinfo(self):
-        return self.path, None, f"tokaudit: {self.display}"
+        label = f"tokaudit: {self.display}"
+        if self.shard:
+            label += f" [shard {self.shard[0] + 1} of {self.shard[1]}]"
+        return self.path, None, label
 
 
 def count_lines_before(path: Path, offset: int) -> int:

@@ -199,7 +199,6 @@ class Controller:
         self.collected = 0  # audit items in the full collection, as items report it
         self.index = IdIndex() if contract.unique_ids or contract.expected_ids else None
         self.outcomes: list[Outcome] = []
-        self.file_verdicts: dict[str, Outcome] = {}
         self.wholes: dict[str, FileSummary] = {}  # sharded files, merged and judged
 
     @pytest.hookimpl(tryfirst=True)
@@ -241,24 +240,27 @@ class Controller:
 
     def finish(self, session: pytest.Session) -> None:
         from .audit import check_file
+        from .report import failure_text
 
+        prefixes = {s.path: nodeid.split("::")[0] for nodeid, s in self.summaries.items()}
         for path, parts in self.sharded().items():
-            nodeid = f"{path}::tokaudit[file]"
             n = parts[0].shards
             if len(parts) < n:
                 verdict = Outcome("file", "skipped", f"{len(parts)} of {n} shards of {path} ran")
             else:
+                # Judged as the file's own item would be: its contract, its conftest hooks.
+                fspath = Path(self.config.rootpath, path)
+                hook = hooks_for(session, fspath)
+                contract = hook.pytest_tokaudit_contract(path=fspath, contract=self.contract)
+                contract = contract or self.contract
                 whole = merge_parts(parts)
-                check_file(Path(self.config.rootpath, path), self.contract, self.config.hook, whole)
+                check_file(fspath, contract, hook, whole)
                 self.wholes[path] = whole
                 if whole.file_findings:
-                    from .report import failure_text
-
-                    verdict = Outcome("file", "failed", failure_text(whole, self.contract))
+                    verdict = Outcome("file", "failed", failure_text(whole, contract))
                 else:
                     verdict = Outcome("file", "passed", "")
-            self.file_verdicts[path] = verdict
-            emit(session, nodeid, verdict)
+            emit(session, f"{prefixes[path]}::tokaudit[file]", verdict)
         if self.index is not None:
             self.index.offsets = self.shard_offsets()
         self.outcomes = evaluate(self.files(), self.index, self.contract, self.partial())
@@ -304,7 +306,7 @@ class Controller:
         jsonreport.write(Path(self.config.invocation_params.dir, path), data)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        from .report import summary_table, worst_table
+        from .report import allowed_outliers, summary_table, worst_table
 
         files = self.files()
         if not files and not self.outcomes:
@@ -319,6 +321,12 @@ class Controller:
             tr.write_line("worst records by |billed - counted|:")
             for line in worst:
                 tr.write_line(line)
+        allowed = allowed_outliers(files, self.contract)
+        if allowed:
+            tr.write_line("")
+            tr.write_line("allowed outliers (tokaudit_count_outliers) in files that passed:")
+            for line in allowed:
+                tr.write_line(line)
         if self.contract.price_per_mtok is not None and self.contract.budget is None:
             spent = sum(s.billed for s in files)
             tr.write_line(f"\nbilled {spent:,} tokens = {money(spent, self.contract)}")
@@ -331,6 +339,28 @@ class Controller:
         path = self.config.getoption("tokaudit_json")
         if path:
             tr.write_line(f"tokaudit JSON report: {path}")
+
+
+def hooks_for(session: pytest.Session, path: Path) -> Any:
+    """The hooks of `path`'s conftest.py files, as its items saw them on a worker.
+
+    The xdist controller collects nothing, so it has not imported the conftest.py files
+    below the root; load them first. pytest has no public call for that: if its private one
+    changes, fall back to the root's hooks.
+    """
+    config = session.config
+    load = getattr(config.pluginmanager, "_loadconftestmodules", None)
+    if load is not None:
+        try:
+            load(
+                path,
+                config.getoption("importmode"),
+                config.rootpath,
+                consider_namespace_packages=config.getini("consider_namespace_packages"),
+            )
+        except (TypeError, ValueError):
+            return config.hook
+    return session.gethookproxy(path)
 
 
 def merge_parts(parts: list[FileSummary]) -> FileSummary:

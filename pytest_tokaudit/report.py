@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any
 
 from .contract import Contract
 from .findings import Finding
@@ -10,7 +10,7 @@ from .summary import FileSummary
 
 # Which contract keys a check's verdict depends on, to say where the tolerance came from.
 CHECK_KEYS = {
-    "count": ("count_abs", "count_rel"),
+    "count": ("count_abs", "count_rel", "count_outliers"),
     "count_outliers": ("count_outliers",),
     "count_mean": ("count_mean_rel",),
     "require_once": ("require_once",),
@@ -33,13 +33,20 @@ def finding_line(path: str, f: Finding, contract: Contract, offset: int = 0, not
     return f"{where}: {record_label(contract, f.record_id)}{f.check}: {f.message}{note}"
 
 
+def outliers_allowed(summary: FileSummary, contract: Contract) -> bool:
+    return summary.allowable <= contract.count_outliers.of(summary.audited)
+
+
 def verdict(summary: FileSummary, contract: Contract) -> str:
     """The first line: reads on its own as pytest's one-line FAILED summary."""
-    allowed = summary.allowable <= contract.count_outliers.of(summary.audited)
+    allowed = outliers_allowed(summary, contract)
     bad_records = summary.bad_records + (0 if allowed else summary.outlier_records)
     parts = []
     if bad_records:
-        parts.append(f"{bad_records:,} of {summary.audited:,} audited records break the contract")
+        where = f" in shard {summary.shard + 1} of {summary.shards}" if summary.shard is not None else ""
+        parts.append(
+            f"{bad_records:,} of {summary.audited:,} audited records{where} break the contract"
+        )
     parts += [f.message for f in summary.file_findings]
     return "; ".join(parts) or "the file breaks the contract"
 
@@ -47,10 +54,13 @@ def verdict(summary: FileSummary, contract: Contract) -> str:
 def failure_text(summary: FileSummary, contract: Contract, offset: int = 0) -> str:
     """The failure section of one file: verdict, bad records, file-level findings, sources."""
     lines = [verdict(summary, contract)]
-    lines += _shown(summary.shown, summary.failing, summary, contract, offset, "")
-    allowed = summary.allowable <= contract.count_outliers.of(summary.audited)
-    note = " (allowed outlier)" if allowed else ""
-    lines += _shown(summary.shown_allowable, summary.allowable, summary, contract, offset, note)
+    note = " (allowed outlier)" if outliers_allowed(summary, contract) else ""
+    shown = [(f, "") for f in summary.shown] + [(f, note) for f in summary.shown_allowable]
+    shown.sort(key=lambda pair: pair[0].line)
+    lines += [finding_line(summary.path, f, contract, offset, n) for f, n in shown]
+    more = summary.failing + summary.allowable - len(shown)
+    if more > 0:
+        lines.append(f"... and {more:,} more (tokaudit_max_shown = {summary.max_shown})")
     for f in summary.file_findings:
         lines.append(finding_line(summary.path, f, contract))
     keys: list[str] = []
@@ -61,15 +71,6 @@ def failure_text(summary: FileSummary, contract: Contract, offset: int = 0) -> s
     if keys:
         lines.append(f"contract: {contract.describe(tuple(keys))}")
     return "\n".join(lines)
-
-
-def _shown(
-    shown: list[Finding], total: int, summary: FileSummary, contract: Contract, offset: int, note: str
-) -> Iterable[str]:
-    for f in shown:
-        yield finding_line(summary.path, f, contract, offset, note)
-    if total > len(shown):
-        yield f"... and {total - len(shown):,} more (tokaudit_max_shown = {summary.max_shown})"
 
 
 # -- terminal summary ---------------------------------------------------------------------
@@ -110,6 +111,17 @@ def _row(s: FileSummary, with_rt: bool) -> list[str]:
     if with_rt:
         row += [f"{s.rt_changed:,}", f"{s.rt_ratio_mean:.2%}", f"{s.rt_ratio_max:.2%}"]
     return row
+
+
+def allowed_outliers(summaries: list[FileSummary], contract: Contract) -> list[str]:
+    """Records forgiven by tokaudit_count_outliers in files that passed: named, not hidden."""
+    out = []
+    for s in summaries:
+        if s.allowable and not s.file_findings and not s.bad_records:
+            out += [finding_line(s.path, f, contract) for f in s.shown_allowable]
+            if s.allowable > len(s.shown_allowable):
+                out.append(f"... and {s.allowable - len(s.shown_allowable):,} more in {s.path}")
+    return out
 
 
 def worst_table(summaries: list[FileSummary], contract: Contract) -> list[str]:
