@@ -1,0 +1,202 @@
+"""Dataset-wide checks across files and xdist workers, reports, baselines and merging."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import UNRELATED_PLUGINS, TokProject, assert_no_crash, rec, summary_section
+
+FAILED = pytest.ExitCode.TESTS_FAILED
+
+# Every way of running the same audit; the verdicts and the tables must not change.
+MODES = {
+    "no-xdist": ("-p", "no:xdist"),
+    "n0": ("-n", "0"),
+    "n2": ("-n", "2"),
+    "load": ("-n", "2", "--dist", "load"),
+    "loadfile": ("-n", "2", "--dist", "loadfile"),
+    "worksteal": ("-n", "2", "--dist", "worksteal"),
+}
+
+
+def dataset(project: TokProject, budget: int = 1000) -> None:
+    project.ini(
+        tokaudit_budget=budget,
+        tokaudit_price_per_mtok="2.50",
+        tokaudit_unique_ids="true",
+        tokaudit_expected_ids="manifest.txt",
+        tokaudit_shard_size=700,  # big.jsonl is sharded, the others are not
+    )
+    project.jsonl("data/a.jsonl", [rec(i, 10) for i in range(1, 6)])
+    project.jsonl("data/b.jsonl", [rec(i, 10) for i in range(6, 10)] + [rec(3, 10)])
+    project.jsonl("data/big.jsonl", [rec(i, 12) for i in range(10, 40)])
+    project.write("manifest.txt", "\n".join(str(i) for i in range(1, 45)) + "\n")
+
+
+def verdicts(result: pytest.RunResult) -> list[str]:
+    """Outcome lines of -rA, sorted: xdist reports in completion order."""
+    return sorted(
+        line for line in result.stdout.lines
+        if line.split(" ")[0] in ("PASSED", "FAILED", "SKIPPED", "ERROR")
+    )
+
+
+def test_dataset_checks_identical_in_every_xdist_mode(pytester: pytest.Pytester):
+    project = TokProject(pytester, ())
+    dataset(project)
+    seen = {}
+    for name, mode in MODES.items():
+        result = pytester.runpytest_subprocess(
+            "--tokaudit", "data", "-rA", *mode, *UNRELATED_PLUGINS, timeout=120
+        )
+        assert_no_crash(result)
+        assert result.ret == FAILED, (name, result.stdout.str())
+        seen[name] = (verdicts(result), summary_section(result))
+    first = seen.pop("no-xdist")
+    for name, other in seen.items():
+        assert other == first, name
+    lines, summary = first
+    assert "PASSED tokaudit::budget" in lines
+    assert any(l.startswith("FAILED tokaudit::unique_ids - 1 id with more than one") for l in lines)
+    assert "FAILED tokaudit::expected_ids - 5 of 44 expected ids have no record" in lines
+    assert "PASSED data/big.jsonl::tokaudit[file]" in lines
+    assert [l for l in lines if "shard" in l] == [
+        f"PASSED data/big.jsonl::tokaudit[shard {i} of 6]" for i in range(1, 7)
+    ]
+    assert "tokaudit::budget: passed: billed 460 of 1,000 tokens (46.0%); $0.0011 of $0.0025" in summary
+    result = pytester.runpytest_subprocess("--tokaudit", "data", "-p", "no:xdist",
+                                           *UNRELATED_PLUGINS, timeout=120)
+    result.stdout.fnmatch_lines([
+        "*_ tokaudit::unique_ids _*",
+        "1 id with more than one record (1 record counted twice)",
+        "sample_id=3: 2 records: data/a.jsonl:3, data/b.jsonl:5",
+        "*_ tokaudit::expected_ids _*",
+        "5 of 44 expected ids have no record",
+        "missing: 40-44",
+    ])
+
+
+def test_partial_runs_skip_missing_ids(project: TokProject):
+    dataset(project)
+    result = project.run("-rA", "-k", "a.jsonl")
+    assert_no_crash(result)
+    assert result.ret == 0
+    assert "PASSED tokaudit::budget" in verdicts(result)
+    assert any(l.startswith("PASSED tokaudit::unique_ids") for l in verdicts(result))
+    result.stdout.fnmatch_lines([
+        "SKIPPED [[]1[]] *: needs every file: 1 of 8 audit items ran (deselected, stopped early "
+        "or crashed)",
+    ])
+
+
+def test_budget_fails_on_a_subset_that_alone_exceeds_it(project: TokProject):
+    dataset(project, budget=40)
+    result = project.run("-rA", "-k", "a.jsonl")
+    assert result.ret == FAILED
+    lines = verdicts(result)
+    (budget,) = [l for l in lines if "budget" in l]
+    assert budget.startswith("FAILED tokaudit::budget - over budget: billed 50 of 40 tokens")
+    assert any("needs every file" in l for l in result.stdout.lines)
+
+
+CRASH = """
+import os
+
+def pytest_tokaudit_check_record(record):
+    if record.data.get("crash"):
+        os._exit(3)  # a worker dying mid-file, as an out-of-memory kill would
+"""
+
+
+def test_a_crashed_worker_loses_only_its_file(pytester: pytest.Pytester):
+    project = TokProject(pytester, ("-n", "2"))
+    dataset(project)
+    project.write("conftest.py", CRASH)
+    project.jsonl("data/crash.jsonl", [rec(90, 10), rec(91, 10, crash=True)])
+    result = project.run("-rA")
+    assert result.ret == FAILED
+    lines = verdicts(result)
+    assert [l.split(" - ")[0] for l in lines if "crash.jsonl" in l] == [
+        "FAILED data/crash.jsonl::tokaudit"
+    ], lines
+    assert "PASSED data/a.jsonl::tokaudit" in lines
+    assert "PASSED data/big.jsonl::tokaudit[file]" in lines
+    result.stdout.fnmatch_lines(["*crashed while running*data/crash.jsonl::tokaudit*"])
+    # The run is partial now: the missing-ids check says so instead of guessing.
+    assert any("needs every file" in l for l in result.stdout.lines), result.stdout.str()
+
+
+def test_merge_of_split_runs_matches_one_run(pytester: pytest.Pytester):
+    project = TokProject(pytester, ("-p", "no:xdist"))
+    dataset(project)
+    whole = project.run("--tokaudit-json=all.json")
+    part1 = project.run("--tokaudit-json=p1.json", paths=("data/a.jsonl", "data/big.jsonl"))
+    part2 = project.run("--tokaudit-json=p2.json", paths=("data/b.jsonl",))
+    assert whole.ret == FAILED and part1.ret == part2.ret == FAILED  # expected_ids: partial
+    merged = pytester.run("python", "-m", "pytest_tokaudit", "merge", "p1.json", "p2.json",
+                          "--json", "merged.json")
+    assert merged.ret == 1
+    merged.stdout.fnmatch_lines([
+        "PASSED tokaudit::budget - billed 460 of 1,000 tokens*",
+        "FAILED tokaudit::unique_ids - 1 id with more than one record*",
+        "    sample_id=3: 2 records: data/a.jsonl:3, data/b.jsonl:5",
+        "FAILED tokaudit::expected_ids - 5 of 44 expected ids have no record",
+        "    missing: 40-44",
+    ])
+    one = json.loads((pytester.path / "all.json").read_text())
+    both = json.loads((pytester.path / "merged.json").read_text())
+    assert both["totals"] == one["totals"]
+    assert both["dataset"] == one["dataset"]
+    strip = lambda files: [{k: v for k, v in f.items() if k not in ("collected",)} for f in files]
+    assert strip(both["files"]) == strip(one["files"])
+    # The merged table is the single run's table.
+    table = [l for l in merged.stdout.lines if l.startswith(("file ", "data/", "all "))]
+    assert table[:5] == [l for l in summary_section(whole) if l][:5]
+    # The same file in two reports would be counted twice: refused.
+    twice = pytester.run("python", "-m", "pytest_tokaudit", "merge", "p1.json", "all.json")
+    assert twice.ret == 2
+    twice.stderr.fnmatch_lines(["error: data/a.jsonl is in both p1.json and all.json"])
+
+
+def test_json_report_and_baseline_regression(project: TokProject):
+    project.ini(tokaudit_count_mean_rel="")
+    good = [rec(i, 100, 100 + i % 3) for i in range(20)]
+    project.jsonl("data/a.jsonl", good)
+    project.jsonl("data/gone.jsonl", good)
+    assert project.run("--tokaudit-json=base.json").ret == 0
+    report = json.loads((project.path / "base.json").read_text())
+    assert report["tool"] == "pytest-tokaudit" and report["partial"] is None
+    assert report["contract"]["tokaudit_count_abs"] == "8"
+    (a,) = [f for f in report["files"] if f["path"] == "data/a.jsonl"]
+    assert (a["records"], a["billed"], a["counted"], a["max_absdiff"]) == (20, 2019, 2000, 2)
+    assert a["worst_records"][0] == {"line": 3, "id": 2, "billed": 102, "counted": 100, "diff": -2}
+
+    # Still inside every absolute tolerance, but clearly worse than the baseline.
+    (project.path / "data/gone.jsonl").unlink()
+    project.jsonl("data/a.jsonl", [rec(i, 100, 105) for i in range(20)])
+    project.jsonl("data/new.jsonl", good)
+    result = project.run("--tokaudit-baseline=base.json")
+    assert result.ret == FAILED
+    result.stdout.fnmatch_lines([
+        "data/a.jsonl: baseline: worse than baseline base.json by more than 10%: "
+        "mean |diff| / mean billed 0.941% -> 4.762%",
+        "*new since the baseline: data/new.jsonl",
+        "vanished since the baseline: data/gone.jsonl",
+    ])
+    # A baseline that is not a report is a usage error.
+    project.write("bad.json", "{}")
+    bad = project.run("--tokaudit-baseline=bad.json")
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR
+    bad.stderr.fnmatch_lines(["*--tokaudit-baseline: bad.json is not a pytest-tokaudit JSON report*"])
+
+
+def test_dataset_checks_are_junit_testcases(project: TokProject):
+    dataset(project)
+    result = project.run("--junitxml=r.xml")
+    assert result.ret == FAILED
+    xml = (project.path / "r.xml").read_text()
+    assert '<testcase classname="tokaudit" name="budget"' in xml
+    assert '<testcase classname="tokaudit" name="unique_ids"' in xml
+    assert 'message="1 id with more than one record' in xml
