@@ -8,7 +8,7 @@ dataset checks, and reports each as an ordinary test outcome (``tokaudit::budget
 
 from __future__ import annotations
 
-import hashlib
+from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator
@@ -46,43 +46,61 @@ class Outcome:
 # -- record ids -----------------------------------------------------------------------------
 
 def id_key(value: Any) -> int:
-    """A compact dict key for a record id: ints as they are, strings as a 64-bit hash."""
-    if type(value) is int:
+    """A record id as one unsigned 64-bit int: ids that are ints as they are, others hashed.
+
+    Only ever compared within one process (the controller, or the merge command), so
+    Python's own string hash serves.
+    """
+    if type(value) is int and 0 <= value < 1 << 63:
         return value
-    digest = hashlib.blake2b(str(value).encode(), digest_size=8).digest()
-    # Shifted above every int id a dataset plausibly holds, so the two kinds never meet.
-    return (1 << 64) | int.from_bytes(digest, "little")
+    text = value if type(value) is str else f"\x00{value!r}"
+    return (1 << 63) | (hash(text) & ((1 << 63) - 1))
 
 
 class IdIndex:
-    """Where each record id was seen; one small int per id, places only for duplicates."""
+    """Where each record id was seen, in about 16 bytes per id plus a set of the ids."""
 
     def __init__(self) -> None:
         self.sources: list[tuple[str, int | None]] = []  # (path, shard)
-        self.first: dict[int, int] = {}  # key -> source index << 32 | line
-        self.dups: dict[int, list[int]] = {}
-        self.names: dict[int, Any] = {}
+        self.keys: set[int] = set()
+        self.key_at = array("Q")  # every id's key, in the order seen ...
+        self.place_at = array("Q")  # ... and its place: source index << 32 | line
+        self.names: dict[int, Any] = {}  # key -> id, for ids seen more than once
         # (path, shard) -> lines before the shard; set once every shard has reported
         self.offsets: dict[tuple[str, int | None], int] = {}
 
     def add(self, summary: FileSummary) -> None:
         fi = len(self.sources)
         self.sources.append((summary.path, summary.shard))
-        first = self.first
-        for value, line in zip(summary.ids, summary.id_lines):
-            key = id_key(value)
-            place = fi << 32 | line
-            seen = first.setdefault(key, place)
-            if seen != place:
-                self.dups.setdefault(key, [seen]).append(place)
-                self.names[key] = value
+        keys, names = self.keys, self.names
+        new = [id_key(v) for v in summary.ids]
+        for key, value in zip(new, summary.ids):
+            if key in keys:
+                names[key] = value
+            else:
+                keys.add(key)
+        self.key_at.extend(new)
+        self.place_at.extend(fi << 32 | line for line in summary.id_lines)
+
+    @property
+    def dups(self) -> dict[int, list[int]]:
+        """key -> every place of an id seen more than once."""
+        out: dict[int, list[int]] = {key: [] for key in self.names}
+        if out:
+            for key, place in zip(self.key_at, self.place_at):
+                if key in out:
+                    out[key].append(place)
+        return out
 
     def where(self, place: int) -> str:
         source = self.sources[place >> 32]
         return f"{source[0]}:{(place & 0xFFFFFFFF) + self.offsets.get(source, 0)}"
 
+    def __len__(self) -> int:
+        return len(self.keys)
+
     def __contains__(self, value: Any) -> bool:
-        return id_key(value) in self.first
+        return id_key(value) in self.keys
 
 
 def read_manifest(path: Path, id_field: tuple[str, ...]) -> Iterator[Any]:
@@ -149,22 +167,23 @@ def evaluate(
         else:
             out.append(Outcome("budget", "passed", message))
     if contract.unique_ids and index is not None:
-        if index.dups:
+        dups = index.dups
+        if dups:
             lines = []
-            for key, places in list(index.dups.items())[:DUPLICATES_SHOWN]:
+            for key, places in list(dups.items())[:DUPLICATES_SHOWN]:
                 where = ", ".join(index.where(p) for p in places)
                 lines.append(f"{'.'.join(contract.id_field)}={index.names[key]!r}: {len(places)} records: {where}")
-            if len(index.dups) > DUPLICATES_SHOWN:
-                lines.append(f"... and {len(index.dups) - DUPLICATES_SHOWN:,} more duplicated ids")
-            extra = sum(len(p) - 1 for p in index.dups.values())
+            if len(dups) > DUPLICATES_SHOWN:
+                lines.append(f"... and {len(dups) - DUPLICATES_SHOWN:,} more duplicated ids")
+            extra = sum(len(p) - 1 for p in dups.values())
             out.append(Outcome(
                 "unique_ids", "failed",
-                f"{plural(len(index.dups), 'id')} with more than one record "
+                f"{plural(len(dups), 'id')} with more than one record "
                 f"({plural(extra, 'record')} counted twice)",
                 lines,
             ))
         else:
-            out.append(Outcome("unique_ids", "passed", f"{len(index.first):,} ids, each once"))
+            out.append(Outcome("unique_ids", "passed", f"{len(index):,} ids, each once"))
     if contract.expected_ids:
         out.append(_expected(index, contract, complete))
     return out
