@@ -193,8 +193,8 @@ class Record:
 _SENTINEL_JSON = b'"\\u0000tokaudit-ids"'
 _SENTINEL = "\x00tokaudit-ids"
 _WS = b" \t\r\n"
-_DIGITS = b"0123456789"
-_DIGITS_TO_NINE = bytes.maketrans(b"012345678", b"999999999")
+# Digits to "9", commas kept, anything else to "X".
+_CLASSES = bytes(57 if 48 <= c <= 57 else 44 if c == 44 else 88 for c in range(256))
 _TOO_LONG = b"9" * 19  # orjson turns integers past 64 bits into floats: leave those to it
 
 
@@ -222,17 +222,17 @@ def _fast_ids(raw: bytes, key: bytes) -> tuple[bytes, int, bytes] | None:
         inner = inner.replace(b", ", b",")  # json.dumps' default separator; other spacing:
         # plain path (deleting all white space would turn "1 2", invalid JSON, into 12)
     if inner:
-        commas = inner.translate(None, _DIGITS)
-        if commas != b"," * len(commas):
+        classes = inner.translate(_CLASSES)  # the one full pass; the searches below are fast
+        if b"X" in classes:
             return None  # a sign, a fraction, a string, a nested value...
-        csv = b"," + inner + b","
-        if b",," in csv:
+        if b",," in classes or classes[0] == 44 or classes[-1] == 44:
+            return None  # an empty element
+        if _TOO_LONG in classes:
             return None
+        csv = b"," + inner + b","
         if b",0" in csv and re.search(rb",0[0-9]", csv):
             return None  # a leading zero: invalid JSON, the plain path says so
-        if _TOO_LONG in csv.translate(_DIGITS_TO_NINE):
-            return None
-        count = len(commas) + 1
+        count = classes.count(b",") + 1
     else:
         csv, count = b",", 0
     return raw[:i] + _SENTINEL_JSON + raw[end + 1 :], count, csv
