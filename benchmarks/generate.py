@@ -24,8 +24,7 @@ import orjson
 
 SEED_RECORDS = 1637
 LARGE_BYTES = 1_000_000_000
-VOCAB = 163_840
-NORMAL_VOCAB = 163_584  # ids at and above this are special tokens in this vocab
+NORMAL_VOCAB = 163_584  # of the 163,840-id vocab, ids from here up are special tokens
 KIMI = {"once": 163607, "last": 163586, "forbid": 163606}  # </think>, <|im_end|>, <think>
 
 # Rates of the anomalies the audit must find (or, for local runs, skip).

@@ -25,7 +25,8 @@ WITH lines AS (
     SELECT
         not_object,
         -- falsy provider (missing, null, "", false, 0, [], {}) means a local run: skip
-        NOT not_object AND (v[1] IS NULL OR v[1] IN ('null', '""', 'false', '0', '0.0', '[]', '{}')) AS skipped,
+        NOT not_object
+            AND (v[1] IS NULL OR v[1] IN ('null', '""', 'false', '0', '0.0', '[]', '{}')) AS skipped,
         coalesce(json_type(v[2]) = 'UBIGINT', false) AS billed_ok,
         CASE WHEN json_type(v[2]) = 'UBIGINT' THEN v[2]::UBIGINT::BIGINT END AS billed,
         -- json_structure is '["UBIGINT"]' only for arrays of non-negative ints and
@@ -75,6 +76,7 @@ def main():
         sys.exit("duckdb is not installed (pip install duckdb)")
 
     con = duckdb.connect()
+    con.execute("SET enable_progress_bar = false")  # keep stdout to the one result line
     if a.threads:
         con.execute(f"SET threads = {a.threads}")
     params = {"file": a.file, "once": a.once, "last": a.last, "forbid": a.forbid}

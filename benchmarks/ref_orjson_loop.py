@@ -34,7 +34,13 @@ def check(rec, once=ONCE, last=LAST, forbid=FORBID):
         return True, ids, billed
     diff = abs(billed - len(ids))
     # Integer form of diff > max(8, 0.02 * billed): no float rounding at the edge.
-    bad = (diff > 8 and 50 * diff > billed) or ids.count(once) != 1 or not ids or ids[-1] != last or forbid in ids
+    bad = (
+        (diff > 8 and 50 * diff > billed)
+        or ids.count(once) != 1
+        or not ids
+        or ids[-1] != last
+        or forbid in ids
+    )
     return bad, ids, billed
 
 

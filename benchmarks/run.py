@@ -42,10 +42,11 @@ tokaudit_forbid = {forbid}
 """
 KIMI = dict(once=163607, last=163586, forbid=163606)
 QWEN3 = dict(once=151668, last=151645, forbid=151667)  # </think>, <|im_end|>, <think>
-PYTEST_OPTS = ["-p", "no:cacheprovider", "-q"]
-# Startup rows also block hypothesis's plugin: where hypothesis is installed its
-# import costs ~1 s, the same in both rows, and would hide what tokaudit adds.
-STARTUP_OPTS = ["-p", "no:hypothesispytest"]
+PYTEST_OPTS = ["-p", "no:cacheprovider", "-q"]  # main() appends --pytest-opts
+# Where hypothesis is installed (the plugin's [test] extra) its pytest plugin
+# imports it at startup: ~1 s per process, xdist workers included, that says
+# nothing about tokaudit. Blocked by default; --pytest-opts "" keeps it.
+DEFAULT_EXTRA = "-p no:hypothesispytest"
 
 
 # --- running one process -------------------------------------------------
@@ -248,7 +249,7 @@ def report(title, rows, ref, volume=None):
             out.append([row.name, row.error or "skipped"] + [""] * (len(header) - 2))
             continue
         w = row.wall
-        rates = [f"{amount / w:,.1f}" if amount / w < 100 else f"{amount / w:,.0f}" for _, amount in volume or ()]
+        rates = [f"{amount / w:,.{1 if amount / w < 100 else 0}f}" for _, amount in volume or ()]
         ratio = f"{w / ref.wall:.2f}" if ref and ref.runs else ""
         out.append([row.name, f"{w:.3f}" if w < 10 else f"{w:.1f}", f"{row.cpu:.2f}", *rates,
                     f"{row.stat('rss'):.0f}", f"{row.stat('tree'):.0f}", ratio, row.findings])
@@ -301,9 +302,9 @@ def bench_startup(work, ini, args):
                     "output_ids": [11, KIMI["once"], 12, KIMI["last"]]}) + "\n" for i in range(3)))
     bare_ini = write(os.path.join(work, "bare", "pytest.ini"), "[pytest]\n")
     write(os.path.join(work, "bare", "test_trivial.py"), "def test_ok():\n    assert True\n")
-    bare = Row("pytest test_trivial.py (ref)", pytest_cmd(bare_ini, "test_trivial.py", *STARTUP_OPTS),
+    bare = Row("pytest test_trivial.py (ref)", pytest_cmd(bare_ini, "test_trivial.py"),
                os.path.dirname(bare_ini), findings=pytest_findings, sample=False)
-    audit = Row("pytest --tokaudit tiny.jsonl", pytest_cmd(ini, "--tokaudit", tiny, *STARTUP_OPTS),
+    audit = Row("pytest --tokaudit tiny.jsonl", pytest_cmd(ini, "--tokaudit", tiny),
                 os.path.dirname(ini), ok_codes=(0, 1), findings=pytest_findings, sample=False)
     rows = [bare, audit]
     interleave(rows, args.startup_repeat, args.timeout)
@@ -341,9 +342,12 @@ def main():
     ap.add_argument("--which", default=",".join(ALL), help=f"comma list from {','.join(ALL)}")
     ap.add_argument("--tokenizer", default=default_tokenizer_dir(), help="tokenizer dir for the round trip")
     ap.add_argument("--timeout", type=float, default=3600, help="seconds per run before it is killed")
+    ap.add_argument("--pytest-opts", default=DEFAULT_EXTRA,
+                    help=f"extra options for every pytest row (default: {DEFAULT_EXTRA!r})")
     ap.add_argument("--json", help="also write raw results here")
     args = ap.parse_args()
     which = set(args.which.split(","))
+    PYTEST_OPTS.extend(shlex.split(args.pytest_opts))
     if which - set(ALL):
         ap.error(f"unknown --which: {','.join(which - set(ALL))}")
 
@@ -357,7 +361,8 @@ def main():
         files = sorted((os.path.join(args.data, f) for f in os.listdir(args.data)
                         if f.endswith(".jsonl") and f != "roundtrip.jsonl"), key=os.path.getsize)
 
-    print(f"# tokaudit benchmarks\n\nPython {platform.python_version()}, {versions()}; {os.cpu_count()} cores, "
+    print(f"# tokaudit benchmarks\n\nPython {platform.python_version()}, {versions()}; "
+          f"{os.cpu_count()} cores, "
           f"{time.strftime('%Y-%m-%d %H:%M')}; medians of {args.repeat} runs "
           f"({args.startup_repeat} for startup). Each file was read once before timing (warm page cache). "
           # other work on the machine skews every row: show it rather than hide it

@@ -539,3 +539,41 @@ def test_as_gzip_helper_is_readable(tmp_path):
     path.write_bytes(compress(data, path.name))
     assert gzip.decompress(path.read_bytes()) == data
     assert b"".join(iter_lines(path)) == data
+
+
+# -- fast path vs plain path, whole files ------------------------------------------------------
+
+def audit_both(path: Path, contract: Contract, monkeypatch: pytest.MonkeyPatch) -> tuple[str, str]:
+    """The summary of `path` through the fast path and through the plain path, as JSON."""
+    import pytest_tokaudit.audit as audit_module
+
+    fast = run_audit(path, contract).to_json()
+    monkeypatch.setattr(
+        audit_module, "parse_line", lambda raw, line, c: parse_line(raw, line, c, fast=False)
+    )
+    plain = run_audit(path, contract).to_json()
+    monkeypatch.undo()
+    return fast, plain
+
+
+@SETTINGS
+@given(data=jsonl_files(), which=st.sampled_from(sorted(CONTRACTS)))
+def test_whole_files_audit_the_same_on_both_paths(scratch, data, which):
+    path = scratch / "both.jsonl"
+    path.write_bytes(data)
+    with pytest.MonkeyPatch.context() as mp:
+        fast, plain = audit_both(path, CONTRACTS[which], mp)
+    assert fast == plain
+
+
+def test_example_project_audits_the_same_on_both_paths(monkeypatch):
+    """The demo's data, with one fault of every kind, gives identical summaries."""
+    data = Path(__file__).parent.parent / "example_project" / "data"
+    contract = CONTRACTS["structure"].replace(
+        require_once=("151668",), require_last=("151645",), forbid=("151667",), where=("provider",)
+    )
+    files = sorted(data.rglob("*.jsonl*"))
+    assert len(files) >= 4
+    for path in files:
+        fast, plain = audit_both(path, contract, monkeypatch)
+        assert fast == plain, path
