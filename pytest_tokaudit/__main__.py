@@ -13,7 +13,7 @@ import sys
 from . import jsonreport
 from .contract import Contract, ContractError
 from .dataset import IdIndex, evaluate
-from .report import summary_table, worst_table
+from .report import summary_lines
 
 
 def merge(paths: list[str], out: str | None) -> int:
@@ -38,14 +38,9 @@ def merge(paths: list[str], out: str | None) -> int:
             index.add(summary)
     partial = "; ".join(f"{p}: {r['partial']}" for p, r in zip(paths, reports) if r.get("partial"))
     outcomes = evaluate(files, index, contract, partial or None)
-    for line in summary_table(files):
-        print(line)
-    worst = worst_table(files, contract)
-    if worst:
-        print("\nworst records by |billed - counted|:")
-        print("\n".join(worst))
-    failed_files = [s.path for s in files if s.bad_records or s.file_findings
-                    or (s.outlier_records and s.allowable > contract.count_outliers.of(s.audited))]
+    print("\n".join(summary_lines(files, contract)))
+    # A whole file's summary already holds its file-level verdicts (outliers, mean, ...).
+    failed_files = [s.path for s in files if s.bad_records or s.file_findings]
     print()
     for path in failed_files:
         print(f"FAILED {path}")

@@ -325,27 +325,15 @@ class Controller:
         jsonreport.write(Path(self.config.invocation_params.dir, path), data)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        from .report import allowed_outliers, summary_table, worst_table
+        from .report import summary_lines
 
         files = self.files()
         if not files and not self.outcomes:
             return
         tr = terminalreporter
         tr.write_sep("=", "tokaudit summary")
-        for line in summary_table(files):
+        for line in summary_lines(files, self.contract):
             tr.write_line(line)
-        worst = worst_table(files, self.contract)
-        if worst:
-            tr.write_line("")
-            tr.write_line("worst records by |billed - counted|:")
-            for line in worst:
-                tr.write_line(line)
-        allowed = allowed_outliers(files, self.contract)
-        if allowed:
-            tr.write_line("")
-            tr.write_line("allowed outliers (tokaudit_count_outliers) in files that passed:")
-            for line in allowed:
-                tr.write_line(line)
         if self.contract.price_per_mtok is not None and self.contract.budget is None:
             spent = sum(s.billed for s in files)
             tr.write_line(f"\nbilled {spent:,} tokens = {money(spent, self.contract)}")

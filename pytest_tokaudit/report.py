@@ -86,6 +86,19 @@ def _table(header: list[str], rows: list[list[str]], right: set[int]) -> list[st
     return [fmt(header)] + [fmt(r) for r in rows]
 
 
+def summary_lines(summaries: list[FileSummary], contract: Contract) -> list[str]:
+    """The per-file table, then the worst records and the allowed outliers."""
+    lines = summary_table(summaries)
+    for title, block in (
+        ("worst records by |billed - counted|:", worst_table(summaries, contract)),
+        ("allowed outliers (tokaudit_count_outliers) in files that passed:",
+         allowed_outliers(summaries, contract)),
+    ):
+        if block:
+            lines += ["", title, *block]
+    return lines
+
+
 def summary_table(summaries: list[FileSummary]) -> list[str]:
     """One row per file: the audit people read every run."""
     with_rt = any(s.rt_checked for s in summaries)
