@@ -218,7 +218,7 @@ class Contract:
         sources = dict(self.sources)
         for attr, value in changes.items():
             if attr in KEYS_BY_ATTR:
-                sources[KEYS_BY_ATTR[attr].name] = (_text(value), "pytest_tokaudit_contract")
+                sources[KEYS_BY_ATTR[attr].name] = (_text(attr, value), "pytest_tokaudit_contract")
         new = dataclasses.replace(self, **changes, sources=sources)
         token_keys = {"require_once", "require_last", "forbid"}
         if token_keys & changes.keys():
@@ -302,13 +302,14 @@ class Contract:
 
 
 PATH_ATTRS = ("tokenizer", "expected_ids")
+FIELD_ATTRS = ("ids_field", "count_field", "id_field", "where")
 
 
-def _text(value: Any) -> str:
+def _text(attr: str, value: Any) -> str:
     """A value as it would be written in pytest.ini."""
     if isinstance(value, tuple):
-        return " ".join(map(str, value))
-    if isinstance(value, float):
+        return ("." if attr in FIELD_ATTRS else " ").join(map(str, value))
+    if isinstance(value, float) and attr != "price_per_mtok":
         return _fmt_rel(value)
     return "" if value is None else str(value)
 
