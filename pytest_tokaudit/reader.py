@@ -196,6 +196,7 @@ _WS = b" \t\r\n"
 # Digits to "9", commas kept, anything else to "X".
 _CLASSES = bytes(57 if 48 <= c <= 57 else 44 if c == 44 else 88 for c in range(256))
 _TOO_LONG = b"9" * 19  # orjson turns integers past 64 bits into floats: leave those to it
+_EMPTY_OR_LEADING_ZERO = re.compile(rb",(?:,|0[0-9])")
 
 
 def _fast_ids(raw: bytes, key: bytes) -> tuple[bytes, int, bytes] | None:
@@ -222,16 +223,12 @@ def _fast_ids(raw: bytes, key: bytes) -> tuple[bytes, int, bytes] | None:
         inner = inner.replace(b", ", b",")  # json.dumps' default separator; other spacing:
         # plain path (deleting all white space would turn "1 2", invalid JSON, into 12)
     if inner:
-        classes = inner.translate(_CLASSES)  # the one full pass; the searches below are fast
+        classes = inner.translate(_CLASSES)
         if b"X" in classes:
             return None  # a sign, a fraction, a string, a nested value...
-        if b",," in classes or classes[0] == 44 or classes[-1] == 44:
-            return None  # an empty element
-        if _TOO_LONG in classes:
-            return None
         csv = b"," + inner + b","
-        if b",0" in csv and re.search(rb",0[0-9]", csv):
-            return None  # a leading zero: invalid JSON, the plain path says so
+        if _EMPTY_OR_LEADING_ZERO.search(csv) or _TOO_LONG in classes:
+            return None  # invalid JSON, or a float to orjson: the plain path says which
         count = classes.count(b",") + 1
     else:
         csv, count = b",", 0
