@@ -48,7 +48,10 @@ class Collector:
 class DataFile(pytest.File):
     def collect(self) -> Iterator[AuditItem]:
         base = self.config.stash[CONTRACT]
-        contract = self.ihook.pytest_tokaudit_contract(path=self.path, contract=base) or base
+        try:
+            contract = self.ihook.pytest_tokaudit_contract(path=self.path, contract=base) or base
+        except ValueError as exc:  # ContractError, TokenizerError: a message, not a traceback
+            raise self.CollectError(f"pytest_tokaudit_contract: {exc}") from None
         # Stat, never parse: every xdist worker collects every file and must agree.
         size = self.path.stat().st_size
         if is_compressed(self.path) or size <= contract.shard_size or contract.shard_size == 0:

@@ -219,6 +219,21 @@ class Controller:
         self.index = IdIndex() if contract.unique_ids or contract.expected_ids else None
         self.outcomes: list[Outcome] = []
         self.wholes: dict[str, FileSummary] = {}  # sharded files, merged and judged
+        self.last_failed_only = False
+        self.collect_errors = 0
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        # Without xdist a collection error stops the session; with it, the run goes on.
+        if report.failed:
+            self.collect_errors += 1
+
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        # --lf with failures on record skips whole files, on workers too: say so up front,
+        # while the cache still holds the previous run's failures.
+        lf = self.config.pluginmanager.get_plugin("lfplugin")
+        self.last_failed_only = bool(
+            self.config.getoption("lf", False) and lf is not None and getattr(lf, "lastfailed", None)
+        )
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -243,9 +258,10 @@ class Controller:
     def partial(self) -> str | None:
         """Why not every collected data file was audited, or None."""
         ran = len(self.summaries)
-        lf = self.config.pluginmanager.get_plugin("lfplugin")
-        if lf is not None and getattr(lf, "active", False) and getattr(lf, "lastfailed", None):
+        if self.last_failed_only:
             return "--lf runs only the files that failed last time"
+        if self.collect_errors:
+            return f"{plural(self.collect_errors, 'collection error')}"
         if ran >= self.collected:
             return None
         return f"{ran} of {self.collected} audit items ran (deselected, stopped early or crashed)"
@@ -253,7 +269,7 @@ class Controller:
     @pytest.hookimpl(wrapper=True)
     def pytest_runtestloop(self, session: pytest.Session):
         result = yield
-        if self.summaries or self.contract.budget is not None:
+        if not self.config.option.collectonly:
             self.finish(session)
         return result
 

@@ -200,3 +200,43 @@ def test_dataset_checks_are_junit_testcases(project: TokProject):
     assert '<testcase classname="tokaudit" name="budget"' in xml
     assert '<testcase classname="tokaudit" name="unique_ids"' in xml
     assert 'message="1 id with more than one record' in xml
+
+
+def test_last_failed_and_failed_first_runs(pytester: pytest.Pytester):
+    project = TokProject(pytester, ("-p", "no:xdist"))
+    dataset(project)
+    project.jsonl("data/bad.jsonl", ["not json"])
+    common = ("-rA", "-p", "cacheprovider")
+    first = project.run(*common)
+    assert any("FAILED data/bad.jsonl::tokaudit" in l for l in first.stdout.lines)
+    # --lf audits bad.jsonl alone: the missing-ids check cannot judge, and says why.
+    lf = project.run("--lf", *common)
+    lf.stdout.fnmatch_lines(["SKIPPED *needs every file: --lf runs only the files that failed last time"])
+    # --ff runs every file, failures first: nothing is partial.
+    ff = project.run("--ff", *common)
+    assert "FAILED tokaudit::expected_ids - 5 of 44 expected ids have no record" in verdicts(ff)
+
+
+def test_collect_only_reports_no_dataset_outcome(project: TokProject):
+    dataset(project)
+    result = project.run("--collect-only", "-q")
+    assert result.ret == 0
+    assert not [l for l in result.stdout.lines if "tokaudit::" in l], result.stdout.str()
+
+
+def test_a_contract_hook_error_is_a_collection_error_with_its_message(project: TokProject):
+    dataset(project)
+    project.write("data/conftest.py", (
+        "def pytest_tokaudit_contract(path, contract):\n"
+        "    return contract.replace(require_once=('</think>',))\n"
+    ))
+    result = project.run("-rA")
+    # Without xdist collection errors stop the session; xdist runs on, judging nothing whole.
+    xdist = "no:xdist" not in project.mode
+    assert result.ret == (FAILED if xdist else pytest.ExitCode.INTERRUPTED)
+    if xdist:
+        result.stdout.fnmatch_lines(["SKIPPED *needs every file: 3 collection errors"])
+    assert not [l for l in verdicts(result) if "expected_ids" in l and "FAILED" in l]
+    result.stdout.fnmatch_lines(["pytest_tokaudit_contract: tokaudit_require_once: token names "
+                                 "[[]'</think>'[]] need a tokenizer*"])
+    assert "Traceback" not in result.stdout.str()
