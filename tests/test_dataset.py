@@ -235,7 +235,7 @@ def test_a_contract_hook_error_is_a_collection_error_with_its_message(project: T
     xdist = "no:xdist" not in project.mode
     assert result.ret == (FAILED if xdist else pytest.ExitCode.INTERRUPTED)
     if xdist:
-        result.stdout.fnmatch_lines(["SKIPPED *needs every file: 3 collection errors"])
+        result.stdout.fnmatch_lines(["SKIPPED *needs every file: * collection error*"])
     assert not [l for l in verdicts(result) if "expected_ids" in l and "FAILED" in l]
     result.stdout.fnmatch_lines(["pytest_tokaudit_contract: tokaudit_require_once: token names "
                                  "[[]'</think>'[]] need a tokenizer*"])
