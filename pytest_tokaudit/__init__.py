@@ -2,6 +2,8 @@
 
 from .contract import Allowance, Contract
 from .findings import Finding
+from .reader import Record
+from .summary import FileSummary
 
 __version__ = "0.1.0"
-__all__ = ["Allowance", "Contract", "Finding", "__version__"]
+__all__ = ["Allowance", "Contract", "FileSummary", "Finding", "Record", "__version__"]
