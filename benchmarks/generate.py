@@ -152,22 +152,35 @@ def make_line(rng, sample_id, ids, specials, broken_counter):
     return orjson.dumps(rec, option=orjson.OPT_APPEND_NEWLINE)
 
 
+def write_lines(path, lines, n_records=None, n_bytes=None):
+    """Stream lines (bytes) into path until n_records or n_bytes; return both counts."""
+    written = records = 0
+    with open(path, "wb", buffering=1 << 20) as f:
+        for line in lines:
+            if (n_records is not None and records >= n_records) or (
+                n_bytes is not None and written >= n_bytes
+            ):
+                break
+            f.write(line)
+            written += len(line)
+            records += 1
+    return records, written
+
+
 def write_contract_file(path, n_records=None, n_bytes=None, seed=0):
     """Synthetic Kimi-vocabulary file: stop at n_records or once n_bytes are written."""
     rng = random.Random(seed)
     sample = id_sampler(rng)
     broken = itertools.count()
-    written = records = 0
-    with open(path, "wb", buffering=1 << 20) as f:
-        while (n_records is None or records < n_records) and (n_bytes is None or written < n_bytes):
+
+    def lines():
+        for sid in itertools.count(3000):
             n = length(rng)
             split = int(n * rng.uniform(0.4, 0.9))  # reasoning share of the output
             ids = sample(split) + [KIMI["once"]] + sample(n - split - 2) + [KIMI["last"]]
-            line = make_line(rng, 3000 + records, ids, KIMI, broken)
-            f.write(line)
-            written += len(line)
-            records += 1
-    return records, written
+            yield make_line(rng, sid, ids, KIMI, broken)
+
+    return write_lines(path, lines(), n_records, n_bytes)
 
 
 def default_tokenizer_dir():
@@ -202,18 +215,18 @@ def write_roundtrip_file(path, tokenizer_dir, n_bytes, seed=0):
     if None in specials.values():
         sys.exit(f"{tokenizer_dir}: tokenizer lacks <think>/</think>/<|im_end|>")
     rng = random.Random(seed)
-    lines = stdlib_lines()
+    source = stdlib_lines()
     broken = itertools.count()
-    written = records = 0
 
     def chunk(n_tokens):
         # ~9 tokens per line of Python source; exact length does not matter.
         n_lines = max(3, n_tokens // 9)
-        start = rng.randrange(len(lines) - n_lines)
-        return "".join(lines[start : start + n_lines])
+        start = rng.randrange(len(source) - n_lines)
+        return "".join(source[start : start + n_lines])
 
-    with open(path, "wb", buffering=1 << 20) as f:
-        while written < n_bytes:
+    def lines():
+        sid = itertools.count(3000)
+        while True:
             # Tokenise a small batch at a time: fast (Rust, parallel) and bounded memory.
             batch = []
             for _ in range(32):
@@ -227,11 +240,9 @@ def write_roundtrip_file(path, tokenizer_dir, n_bytes, seed=0):
                     # Stray UTF-8 continuation bytes: decode to U+FFFD and re-encode
                     # to far fewer tokens, so the round-trip check must flag them.
                     ids = [rng.randrange(128, 192) if i not in specials.values() else i for i in ids]
-                line = make_line(rng, 3000 + records, ids, specials, broken)
-                f.write(line)
-                written += len(line)
-                records += 1
-    return records, written
+                yield make_line(rng, next(sid), ids, specials, broken)
+
+    return write_lines(path, lines(), n_bytes=n_bytes)
 
 
 def main():
