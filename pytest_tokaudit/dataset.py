@@ -11,13 +11,12 @@ from __future__ import annotations
 from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterator
 
 import orjson
 import pytest
 
 from .contract import MISSING, Contract
-from .findings import Finding
 from .reader import get_path
 from .summary import PROPERTY, FileSummary
 
