@@ -11,9 +11,9 @@ import pytest
 from .findings import Finding
 
 
-def _tokens(specs: tuple[str, ...], ids: tuple[int, ...]) -> list[tuple[int, str]]:
-    """(id, label) pairs: names as written, with their id when they were names."""
-    return [(i, s if s.isdigit() else f"{s} ({i})") for s, i in zip(specs, ids)]
+def _label(spec: str, token: int) -> str:
+    """The token as written, with its id when it was a name."""
+    return spec if spec.isdigit() else f"{spec} ({token})"
 
 
 class CountCheck:
@@ -59,21 +59,21 @@ class StructureCheck:
 
     @pytest.hookimpl
     def pytest_tokaudit_check_record(self, record, contract):
+        once, forbid = contract.require_once_ids, contract.forbid_ids
+        counts = record.count_each(once + forbid) if once or forbid else ()
         out = []
-        for token, label in _tokens(contract.require_once, contract.require_once_ids):
-            n = record.occurrences(token)
+        for spec, token, n in zip(contract.require_once, once, counts):
             if n != 1:
-                out.append(Finding("require_once", f"expected {label} once, found {n} times"))
+                out.append(Finding("require_once", f"expected {_label(spec, token)} once, found {n} times"))
         if contract.require_last_ids:
             last = record.last_id
             if last not in contract.require_last_ids:
-                want = " or ".join(l for _, l in _tokens(contract.require_last, contract.require_last_ids))
+                want = " or ".join(map(_label, contract.require_last, contract.require_last_ids))
                 found = "no tokens" if last is None else contract.token_label(last)
                 out.append(Finding("require_last", f"expected last token {want}, found {found}"))
-        for token, label in _tokens(contract.forbid, contract.forbid_ids):
-            n = record.occurrences(token)
+        for spec, token, n in zip(contract.forbid, forbid, counts[len(once):]):
             if n:
-                out.append(Finding("forbid", f"expected no {label}, found {n}"))
+                out.append(Finding("forbid", f"expected no {_label(spec, token)}, found {n}"))
         return out
 
 

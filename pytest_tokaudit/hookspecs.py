@@ -26,7 +26,9 @@ def pytest_tokaudit_check_record(record, contract):
     """Check one well-formed audited record; return findings (None, a str, a Finding or a list).
 
     ``record`` has ``line``, ``id``, ``count`` (billed), ``ids``, ``n_ids``, ``last_id``,
-    ``occurrences(token)`` and ``data`` (the whole JSON object). ``conftest.py``::
+    ``occurrences(token)``, ``count_each(tokens)`` and ``data`` (the whole JSON object).
+    Prefer ``n_ids``, ``last_id`` and the counts to ``ids``: they read the array's text,
+    where ``ids`` builds a Python int per token. ``conftest.py``::
 
         from pytest_tokaudit import Finding
 

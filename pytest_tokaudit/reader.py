@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import gzip
 import io
+import os
 import re
 import zlib
 from pathlib import Path
@@ -170,17 +171,50 @@ class Record:
         return int(csv[csv.rfind(b",", 0, len(csv) - 1) + 1 : -1])
 
     def occurrences(self, token: int) -> int:
+        return self.count_each((token,))[0]
+
+    def count_each(self, tokens: tuple[int, ...]) -> list[int]:
+        """How often each token occurs: one scan of the array for tokens sharing a prefix
+        (special tokens mostly have neighbouring ids, like 151667 and 151668)."""
         if self._ids is not None:
-            return self._ids.count(token)
-        pattern = b",%d," % token
-        n = self._csv.count(pattern)
-        # count() does not overlap: ",7,7," holds two. Only then count the slow way.
-        if n and b",%d,%d," % (token, token) in self._csv:
-            return self.ids.count(token)
-        return n
+            return [self._ids.count(t) for t in tokens]
+        prefix, patterns = _scan_plan(tokens)
+        if prefix is None:
+            return [self.count_each((t,))[0] for t in tokens]
+        csv = self._csv
+        counts = [0] * len(tokens)
+        at = csv.find(prefix)
+        hits = 0
+        while at >= 0:
+            hits += 1
+            if hits > _MAX_HITS:  # a frequent prefix: count() is quicker than finding each
+                if len(tokens) > 1:
+                    return [self.count_each((t,))[0] for t in tokens]
+                n = csv.count(prefix)
+                # count() does not overlap: ",7,7," holds two. Only then count the slow way.
+                if b",%d%s" % (tokens[0], prefix) in csv:
+                    return [self.ids.count(tokens[0])]
+                return [n]
+            for k, pattern in enumerate(patterns):
+                if csv.startswith(pattern, at):
+                    counts[k] += 1
+            at = csv.find(prefix, at + 1)  # + 1, not + len: ",7,7," holds two
+        return counts
 
     def finding(self, check: str, message: str, allowable: bool = False) -> Finding:
         return Finding(check, message, self.line, self.id, allowable)
+
+
+_MAX_HITS = 16
+
+
+@functools.lru_cache(maxsize=256)
+def _scan_plan(tokens: tuple[int, ...]) -> tuple[bytes | None, tuple[bytes, ...]]:
+    """(prefix all of ",token," share, those patterns); prefix None if it is too short
+    to be rare in an array of ids (a comma and three digits)."""
+    patterns = tuple(b",%d," % t for t in tokens)
+    prefix = os.path.commonprefix(patterns)
+    return (prefix if len(prefix) >= 4 or len(tokens) == 1 else None), patterns
 
 
 # -- the fast path ---------------------------------------------------------------------------
@@ -193,13 +227,58 @@ class Record:
 _SENTINEL_JSON = b'"\\u0000tokaudit-ids"'
 _SENTINEL = "\x00tokaudit-ids"
 _WS = b" \t\r\n"
-# Digits to "9", commas kept, anything else to "X".
-_CLASSES = bytes(57 if 48 <= c <= 57 else 44 if c == 44 else 88 for c in range(256))
-_TOO_LONG = b"9" * 19  # orjson turns integers past 64 bits into floats: leave those to it
-_EMPTY_OR_LEADING_ZERO = re.compile(rb",(?:,|0[0-9])")
+
+# The ids array is validated as one big integer, a byte per character (SWAR): a shift lines
+# each character up with the next, so a pattern anywhere in the array is a shift and an AND,
+# run at memory speed by CPython's bigint code. Each class is a set of bits chosen so that
+# `x & (x << 9)` (a character, and the one before it moved up a byte and a bit) sets
+# bit 1 for ",,", bit 2 for ",0", bit 4 for "0" + digit and bit 5 for digit + digit.
+_COMMA, _ZERO, _NONZERO, _OTHER = 0x03, 0x3C, 0x30, 0x80
+_CLASSES = bytes(
+    _COMMA if c == 44 else _ZERO if c == 48 else _NONZERO if 49 <= c <= 57 else _OTHER
+    for c in range(256)
+)
+_masks: dict[int, int] = {}
 
 
-def _fast_ids(raw: bytes, key: bytes) -> tuple[bytes, int, bytes] | None:
+def _mask(byte: int, n: int) -> int:
+    """`byte` repeated over at least n bytes (grown by doubling, so built a few times)."""
+    mask = _masks.get(byte, 0)
+    if mask.bit_length() < 8 * n:
+        size = 1 << max(16, (n - 1).bit_length())
+        mask = _masks[byte] = int.from_bytes(bytes([byte]) * size, "little")
+    return mask
+
+
+def _count_valid_ids(csv: bytes | bytearray) -> int | None:
+    """Elements of ",1,2,3," if each is a JSON integer orjson reads as an int, else None.
+
+    None for a character other than a digit or comma, an empty element, a leading zero, or
+    a run of 20+ digits (orjson turns integers past 64 bits into floats; 19 digits always
+    fit). Only None sends a line to the plain path, so a false alarm costs time, never
+    exactness.
+    """
+    classes = csv.translate(_CLASSES)
+    if b"\x80" in classes:
+        return None
+    n = len(csv)
+    x = int.from_bytes(classes, "little")  # character k -> bits 8k..8k+7
+    pairs = x & (x << 9)  # byte k: characters k-1 and k
+    if pairs & _mask(0x02, n):
+        return None  # ",,": an empty element
+    if pairs & (pairs << 10) & _mask(0x10, n):
+        return None  # "," + "0" then "0" + digit: a leading zero
+    runs = pairs & _mask(0x20, n)  # 2 digits in a row
+    runs &= runs << 16  # 4
+    runs &= runs << 32  # 8: token ids rarely have so many, so this is mostly the last step
+    if runs:
+        runs &= runs << 64  # 16
+        if runs & (runs << 32):  # 20
+            return None
+    return (x & _mask(0x01, n)).bit_count() - 1
+
+
+def _fast_ids(raw: bytes, key: bytes) -> tuple[bytes, int, bytearray] | None:
     """(line with the array replaced by the sentinel, id count, ",1,2,3,") or None."""
     at = raw.find(key)
     if at < 0:
@@ -218,20 +297,17 @@ def _fast_ids(raw: bytes, key: bytes) -> tuple[bytes, int, bytes] | None:
     end = raw.find(b"]", i)
     if end < 0:
         return None
-    inner = raw[i + 1 : end]
-    if b" " in inner:
-        inner = inner.replace(b", ", b",")  # json.dumps' default separator; other spacing:
+    csv = bytearray(memoryview(raw)[i : end + 1])  # one copy of "[1,2,3]"
+    if b" " in csv:
+        csv = csv.replace(b", ", b",")  # json.dumps' default separator; other spacing:
         # plain path (deleting all white space would turn "1 2", invalid JSON, into 12)
-    if inner:
-        classes = inner.translate(_CLASSES)
-        if b"X" in classes:
-            return None  # a sign, a fraction, a string, a nested value...
-        csv = b"," + inner + b","
-        if _EMPTY_OR_LEADING_ZERO.search(csv) or _TOO_LONG in classes:
-            return None  # invalid JSON, or a float to orjson: the plain path says which
-        count = classes.count(b",") + 1
+    if len(csv) > 2:
+        csv[0] = csv[-1] = 44  # ",1,2,3,"
+        count = _count_valid_ids(csv)
+        if count is None:
+            return None  # invalid JSON, or not all ints to orjson: the plain path says which
     else:
-        csv, count = b",", 0
+        csv, count = bytearray(b","), 0
     return raw[:i] + _SENTINEL_JSON + raw[end + 1 :], count, csv
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 
 import pytest
 
@@ -135,7 +136,7 @@ def test_merge_of_split_runs_matches_one_run(pytester: pytest.Pytester):
     part1 = project.run("--tokaudit-json=p1.json", paths=("data/a.jsonl", "data/big.jsonl"))
     part2 = project.run("--tokaudit-json=p2.json", paths=("data/b.jsonl",))
     assert whole.ret == FAILED and part1.ret == part2.ret == FAILED  # expected_ids: partial
-    merged = pytester.run("python", "-m", "pytest_tokaudit", "merge", "p1.json", "p2.json",
+    merged = pytester.run(sys.executable, "-m", "pytest_tokaudit", "merge", "p1.json", "p2.json",
                           "--json", "merged.json")
     assert merged.ret == 1
     merged.stdout.fnmatch_lines([
@@ -155,7 +156,7 @@ def test_merge_of_split_runs_matches_one_run(pytester: pytest.Pytester):
     table = [l for l in merged.stdout.lines if l.startswith(("file ", "data/", "all "))]
     assert table[:5] == [l for l in summary_section(whole) if l][:5]
     # The same file in two reports would be counted twice: refused.
-    twice = pytester.run("python", "-m", "pytest_tokaudit", "merge", "p1.json", "all.json")
+    twice = pytester.run(sys.executable, "-m", "pytest_tokaudit", "merge", "p1.json", "all.json")
     assert twice.ret == 2
     twice.stderr.fnmatch_lines(["error: data/a.jsonl is in both p1.json and all.json"])
 

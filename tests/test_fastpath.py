@@ -13,6 +13,7 @@ from pytest_tokaudit.reader import SKIPPED, Record, parse_line
 
 CONTRACT = Contract(**{k.attr: k.parse(k.default) for k in KEYS}).replace(where=("provider",))
 TOKENS = (0, 7, 151668, 151645)
+NEIGHBOURS = (151668, 151667, 15166, 1516680)  # one prefix: count_each scans once for all
 
 
 def view(result):
@@ -22,7 +23,8 @@ def view(result):
     assert isinstance(result, Record)
     return (
         result.line, result.id, result.count, result.n_ids, result.last_id,
-        [result.occurrences(t) for t in TOKENS], result.ids, result.data,
+        [result.occurrences(t) for t in TOKENS + NEIGHBOURS], result.count_each(TOKENS),
+        result.count_each(NEIGHBOURS), result.ids, result.data,
     )
 
 
@@ -34,7 +36,7 @@ def same(raw: bytes) -> None:
 
 ids = st.lists(
     st.one_of(
-        st.sampled_from(TOKENS),
+        st.sampled_from(TOKENS + NEIGHBOURS),
         st.integers(0, 200_000),
         st.integers(-5, 5),
         st.integers(2**63, 2**66),
@@ -96,3 +98,33 @@ def test_fast_path_is_taken_for_ordinary_records():
     assert record._ids is None  # kept as bytes until someone asks for the list
     assert (record.n_ids, record.last_id, record.occurrences(151668)) == (4, 151645, 1)
     assert record.data["output_ids"] == [7, 151668, 3, 151645]
+
+
+def fast(ids: list[int] | str) -> Record:
+    text = ids if isinstance(ids, str) else json.dumps(ids, separators=(",", ":"))
+    raw = b'{"provider":"x","sample_id":1,"completion_tokens":3,"output_ids":%s}' % text.encode()
+    same(raw)
+    return parse_line(raw, 1, CONTRACT)
+
+
+def test_fast_path_takes_every_integer_up_to_19_digits():
+    for value in (0, 9, 10, 100, 10**18, 10**19 - 1, 2**63):
+        assert fast([value, 0, value])._ids is None, value  # still bytes: the fast path
+    for value in (10**19, 2**64 - 1, 2**64, 10**25):  # 20+ digits: the plain path decides
+        result = fast([1, value, 2])
+        assert not isinstance(result, Record) or result._ids is not None, value
+
+
+def test_fast_path_on_arrays_longer_than_its_masks():
+    ids = [151668, 0, 7] * 40_000  # 120,000 ids, ~1 MB of text
+    record = fast(ids)
+    assert record._ids is None
+    assert (record.n_ids, record.count_each(NEIGHBOURS)) == (120_000, [40_000, 0, 0, 0])
+
+
+def test_count_each_falls_back_for_frequent_prefixes():
+    ids = [151668, 151667, 7] * 50 + [1516680]
+    record = fast(ids)
+    assert record.count_each(NEIGHBOURS) == [50, 50, 0, 1]
+    assert record.count_each((7,)) == [50]
+    assert fast([7, 7, 7, 1, 7, 7] * 10).count_each((7, 1)) == [50, 10]
