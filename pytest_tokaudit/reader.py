@@ -229,11 +229,12 @@ _SENTINEL = "\x00tokaudit-ids"
 _WS = b" \t\r\n"
 
 # The ids array is validated as one big integer, a byte per character (SWAR): a shift lines
-# each character up with the next, so a pattern anywhere in the array is a shift and an AND,
-# run at memory speed by CPython's bigint code. Each class is a set of bits chosen so that
-# `x & (x << 9)` (a character, and the one before it moved up a byte and a bit) sets
-# bit 1 for ",,", bit 2 for ",0", bit 4 for "0" + digit and bit 5 for digit + digit.
-_COMMA, _ZERO, _NONZERO, _OTHER = 0x03, 0x3C, 0x30, 0x80
+# each character up with the one before it, so a pattern anywhere in the array costs a shift
+# and an AND, run at memory speed by CPython's bigint code. The class bits are chosen so that
+# `x & (x << 9)` (each character, and the one before it moved up a byte and a bit) sets
+# bit 1 for ",,", bit 2 for ",0", bit 4 for "0" + digit, bits 5-7 for digit + digit; and so
+# that a comma has 2 bits set and a digit 4, which turns the popcount into the comma count.
+_COMMA, _ZERO, _NONZERO, _OTHER = 0x03, 0x3C, 0xF0, 0xFF
 _CLASSES = bytes(
     _COMMA if c == 44 else _ZERO if c == 48 else _NONZERO if 49 <= c <= 57 else _OTHER
     for c in range(256)
@@ -256,10 +257,10 @@ def _count_valid_ids(csv: bytes | bytearray) -> int | None:
     None for a character other than a digit or comma, an empty element, a leading zero, or
     a run of 20+ digits (orjson turns integers past 64 bits into floats; 19 digits always
     fit). Only None sends a line to the plain path, so a false alarm costs time, never
-    exactness.
+    exactness (ten zero ids in a row raise one).
     """
     classes = csv.translate(_CLASSES)
-    if b"\x80" in classes:
+    if b"\xff" in classes:
         return None
     n = len(csv)
     x = int.from_bytes(classes, "little")  # character k -> bits 8k..8k+7
@@ -268,14 +269,14 @@ def _count_valid_ids(csv: bytes | bytearray) -> int | None:
         return None  # ",,": an empty element
     if pairs & (pairs << 10) & _mask(0x10, n):
         return None  # "," + "0" then "0" + digit: a leading zero
-    runs = pairs & _mask(0x20, n)  # 2 digits in a row
-    runs &= runs << 16  # 4
+    runs = pairs & (pairs << 16)  # 4 digits in a row (or ",0,0")
     runs &= runs << 32  # 8: token ids rarely have so many, so this is mostly the last step
     if runs:
         runs &= runs << 64  # 16
         if runs & (runs << 32):  # 20
             return None
-    return (x & _mask(0x01, n)).bit_count() - 1
+    commas = 2 * n - x.bit_count() // 2  # bits: 2 per comma + 4 per digit
+    return commas - 1
 
 
 def _fast_ids(raw: bytes, key: bytes) -> tuple[bytes, int, bytearray] | None:
