@@ -74,7 +74,7 @@ class StructureCheck:
         for spec, token, n in zip(contract.forbid, forbid, counts[len(once):]):
             if n:
                 out.append(Finding("forbid", f"expected no {_label(spec, token)}, found {n}"))
-        return out
+        return out or None  # pluggy drops None: nothing for the caller to unpack
 
 
 class RoundTripCheck:
