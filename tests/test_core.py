@@ -628,9 +628,11 @@ def _shard_records() -> list:
 
 
 def _shard_of_line(records: list, line: int) -> int:
-    """1-based shard a line falls in: the one holding its first byte."""
+    """1-based shard a line falls in: the one holding its first byte (n equal shards)."""
     start = len(jsonl_bytes(records[: line - 1])) if line > 1 else 0
-    return start // SHARD_SIZE + 1
+    size = len(jsonl_bytes(records))
+    n = math.ceil(size / SHARD_SIZE)
+    return next(i for i in range(n, 0, -1) if (i - 1) * size // n <= start)
 
 
 def test_sharded_file_reports_like_the_whole_file(project):

@@ -1,0 +1,102 @@
+"""Where the wall time of `pytest --tokaudit -n N` goes: one timeline per process.
+
+    python benchmarks/xdist_profile.py /tmp/tokaudit-bench/500mb.jsonl [-n 0,2] [--ini PATH]
+
+Each run loads a small timing plugin (through PYTEST_PLUGINS, so xdist workers load it
+too) that notes, per process, when it started, when pytest was configured, when its test
+loop began and ended, when it exited, and its CPU time. Seconds are relative to the
+start of the pytest command. The contract is benchmarks/run.py's (written under
+DATA/run/contract), unless --ini names another pytest.ini.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+PLUGIN = '''
+import json, os, time
+import pytest
+
+_marks = {}
+
+
+def _started():
+    """This process's start, in epoch seconds (from /proc, 10 ms resolution)."""
+    with open("/proc/self/stat") as f:
+        ticks = int(f.read().rsplit(")", 1)[1].split()[19])
+    with open("/proc/uptime") as f:
+        uptime = float(f.read().split()[0])
+    return time.time() - (uptime - ticks / os.sysconf("SC_CLK_TCK"))
+
+
+def pytest_configure(config):
+    _marks["role"] = "worker " + config.workerinput["workerid"] if hasattr(config, "workerinput") else "controller"
+    _marks["configured"] = time.time()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtestloop(session):
+    _marks["loop start"] = time.time()
+    try:
+        return (yield)
+    finally:
+        _marks["loop end"] = time.time()
+
+
+def pytest_unconfigure(config):
+    t = os.times()
+    _marks.update(start=_started(), exit=time.time(), cpu=t.user + t.system)
+    with open(os.environ["TOKAUDIT_TIMING_LOG"], "a") as f:
+        f.write(json.dumps(_marks) + "\\n")
+'''
+
+
+def run(path, n, ini, work):
+    log = os.path.join(work, f"n{n}.jsonl")
+    env = {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"}
+    env.update(PYTHONPATH=os.pathsep.join(filter(None, [work, env.get("PYTHONPATH")])),
+               PYTEST_PLUGINS="tokaudit_timing", TOKAUDIT_TIMING_LOG=log)
+    cmd = [sys.executable, "-m", "pytest", "--tokaudit", path, "-n", n, "-c", ini,
+           "--rootdir", os.path.dirname(ini), "-q", "-p", "no:cacheprovider",
+           "-p", "no:hypothesispytest"]
+    t0 = time.time()
+    rc = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE).returncode
+    wall = time.time() - t0
+    if rc not in (0, 1):
+        sys.exit(f"-n {n}: pytest exited {rc}")
+    with open(log) as f:
+        procs = sorted((json.loads(l) for l in f), key=lambda p: p["role"])
+    print(f"\n### -n {n}: {wall:.2f} s wall, {sum(p['cpu'] for p in procs):.2f} s CPU\n")
+    cols = ["start", "configured", "loop start", "loop end", "exit"]
+    print("| process | " + " | ".join(cols) + " | CPU s |")
+    print("|---|" + "---|" * len(cols) + "---|")
+    for p in procs:
+        at = " | ".join(f"{p[c] - t0:.2f}" for c in cols)
+        print(f"| {p['role']} | {at} | {p['cpu']:.2f} |")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("file")
+    ap.add_argument("-n", default="0,2", help="comma list of -n values")
+    ap.add_argument("--ini", help="pytest.ini with the contract (default: run.py's)")
+    args = ap.parse_args()
+    path = os.path.abspath(args.file)
+    ini = args.ini or os.path.join(os.path.dirname(path), "run", "contract", "pytest.ini")
+    if not os.path.exists(ini):
+        sys.exit(f"no contract at {ini}: run benchmarks/run.py once, or pass --ini")
+    with tempfile.TemporaryDirectory() as work:
+        with open(os.path.join(work, "tokaudit_timing.py"), "w") as f:
+            f.write(PLUGIN)
+        for n in args.n.split(","):
+            run(path, n, ini, work)
+
+
+if __name__ == "__main__":
+    main()
