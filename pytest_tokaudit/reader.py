@@ -242,12 +242,17 @@ _CLASSES = bytes(
 _masks: dict[int, int] = {}
 
 
+_MASK_CACHED = 1 << 20  # bytes; a longer array gets a mask of its own, not kept
+
+
 def _mask(byte: int, n: int) -> int:
     """`byte` repeated over at least n bytes (grown by doubling, so built a few times)."""
     mask = _masks.get(byte, 0)
     if mask.bit_length() < 8 * n:
         size = 1 << max(16, (n - 1).bit_length())
-        mask = _masks[byte] = int.from_bytes(bytes([byte]) * size, "little")
+        mask = int.from_bytes(bytes([byte]) * size, "little")
+        if size <= _MASK_CACHED:
+            _masks[byte] = mask
     return mask
 
 
