@@ -219,7 +219,7 @@ def _scan_plan(tokens: tuple[int, ...]) -> tuple[bytes | None, tuple[bytes, ...]
 
 # -- the fast path ---------------------------------------------------------------------------
 # Most of a record is its ids array, and building a Python int per id is most of the cost of
-# parsing it. The fast path cuts the array out as bytes, checks with C-speed bytes methods
+# parsing it. The fast path cuts the array out as bytes, proves with a few bigint operations
 # that it is a plain list of non-negative JSON integers, and lets orjson parse the rest with
 # a sentinel in its place. Anything unusual (spaces aside) returns None and the line takes
 # the plain path, which is the reference: both must give identical findings.
@@ -240,8 +240,6 @@ _CLASSES = bytes(
     for c in range(256)
 )
 _masks: dict[int, int] = {}
-
-
 _MASK_CACHED = 1 << 20  # bytes; a longer array gets a mask of its own, not kept
 
 
