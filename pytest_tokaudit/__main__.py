@@ -12,6 +12,7 @@ import sys
 
 from . import jsonreport
 from .contract import Contract, ContractError
+from .controller import Coverage, coverage_outcome
 from .dataset import IdIndex, evaluate
 from .report import summary_lines
 
@@ -36,8 +37,16 @@ def merge(paths: list[str], out: str | None) -> int:
         index = IdIndex()
         for summary in files:
             index.add(summary)
-    partial = "; ".join(f"{p}: {r['partial']}" for p, r in zip(paths, reports) if r.get("partial"))
-    outcomes = evaluate(files, index, contract, partial or None)
+    if all(isinstance(r.get("coverage"), dict) for r in reports):
+        # The union is judged as one run: complete when, together, the reports audited
+        # every file of the dataset to the end.
+        cov = Coverage.union([r["coverage"] for r in reports])
+        partial = cov.partial or ""
+        outcomes = [coverage_outcome(cov, contract)]
+    else:  # reports of a version that did not record coverage
+        partial = "; ".join(f"{p}: {r['partial']}" for p, r in zip(paths, reports) if r.get("partial"))
+        outcomes = []
+    outcomes += evaluate(files, index, contract, partial or None)
     print("\n".join(summary_lines(files, contract)))
     # A whole file's summary already holds its file-level verdicts (outliers, mean, ...).
     failed_files = [s.path for s in files if s.bad_records or s.file_findings]

@@ -1,57 +1,195 @@
-"""Collection: a data file becomes one audit item, or several byte-range shards."""
+"""Collection: data files become audit items; verdicts that need the whole run are items too.
+
+Three kinds of item, all carrying the ``tokaudit`` marker:
+
+- ``AuditItem``: one file, or one byte-range shard of a big file (``path::tokaudit``,
+  ``path::tokaudit[shard i of n]``). Streams its part once, runs every check.
+- ``WholeFileItem``: a sharded file's whole-file verdict (``path::tokaudit[file]``).
+- ``DatasetItem``: a dataset check (``pytest.ini::tokaudit::budget``), anchored at the
+  ini file so it has a real location and can be selected by node id.
+
+The last two are *deferred*: wherever the run loop reaches them (in process or on an
+xdist worker) they do nothing; the controller runs them through the ordinary test
+protocol once every other item has run, when their inputs are known. So they are
+collected, counted, selected and reported like any test.
+"""
 
 from __future__ import annotations
 
 import fnmatch
-import os
 import math
+import os
+import warnings
 from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
 
-from .audit import audit, check_file
 from .contract import Contract
-from .reader import is_compressed
-from .report import failure_text
-from .summary import PROPERTY, FileSummary
 
 CONTRACT = pytest.StashKey[Contract]()
-COLLECTED = pytest.StashKey[int]()
+MARKER = "tokaudit"
+# The dataset checks an item may stand for, in report order; coverage is always there.
+DATASET_CHECKS = ("coverage", "budget", "unique_ids", "expected_ids")
 
 
-class AuditFailure(Exception):
-    """A file (or shard) broke its contract; repr_failure turns it into the section text."""
+class TokauditWarning(pytest.PytestWarning):
+    """Something about the data files that is not a finding (a symlink loop, say)."""
 
-    def __init__(self, summary: FileSummary):
-        super().__init__(summary.path)
-        self.summary = summary
+
+def display_path(path: Path, root: Path) -> str:
+    """`path` relative to the rootdir, printable and JSON-safe whatever its bytes."""
+    try:
+        text = os.path.relpath(path, root)
+    except ValueError:  # another drive on Windows
+        text = str(path)
+    # A file name that is not valid UTF-8 arrives with surrogates; JSON cannot carry them.
+    return os.fsencode(text).decode("utf-8", "backslashreplace")
+
+
+def dataset_anchor(config: pytest.Config) -> str:
+    """The node id prefix of the dataset checks: `pytest.ini::tokaudit`."""
+    inipath = config.inipath
+    if inipath is not None:
+        try:
+            rel = inipath.relative_to(config.rootpath)
+        except ValueError:
+            rel = None
+        if rel is not None:
+            return f"{display_path(inipath, config.rootpath)}::{MARKER}".replace(os.sep, "/")
+    return MARKER
+
+
+def configured_checks(contract: Contract) -> list[str]:
+    out = ["coverage"]
+    if contract.budget is not None:
+        out.append("budget")
+    if contract.unique_ids:
+        out.append("unique_ids")
+    if contract.expected_ids:
+        out.append("expected_ids")
+    return out
 
 
 class Collector:
-    """Registered only with --tokaudit: makes data files into test items."""
+    """Registered with --tokaudit in every process: makes items, defers verdict items."""
 
-    def __init__(self, contract: Contract):
+    def __init__(self, config: pytest.Config, contract: Contract):
+        self.config = config
         self.patterns = contract.glob
+        self.seen: dict[str, Path] = {}  # real path -> the path collected first
+        self.anchor_collected = False
 
     def pytest_collect_file(self, file_path: Path, parent: pytest.Collector):
-        if any(fnmatch.fnmatch(file_path.name, p) for p in self.patterns):
-            return DataFile.from_parent(parent, path=file_path)
-        return None
+        if file_path == self.config.inipath and dataset_anchor(self.config) != MARKER:
+            return IniFile.from_parent(parent, path=file_path)
+        if not any(fnmatch.fnmatch(file_path.name, p) for p in self.patterns):
+            return None
+        real = os.path.realpath(file_path)
+        first = self.seen.setdefault(real, file_path)
+        if first != file_path:
+            # A directory symlink (maybe a loop) shows the same file again: audit it once.
+            warnings.warn(TokauditWarning(
+                f"tokaudit: {display_path(file_path, self.config.rootpath)} is the same file "
+                f"as {display_path(first, self.config.rootpath)}; audited once"
+            ))
+            return None
+        rel = display_path(file_path, self.config.rootpath).replace(os.sep, "/")
+        return DataFile.from_parent(parent, path=file_path, nodeid=rel)
 
     @pytest.hookimpl(tryfirst=True)
-    def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]):
-        # Before -k / --lf deselect anything: lets the controller tell a partial run.
-        config.stash[COLLECTED] = sum(isinstance(i, AuditItem) for i in items)
+    def pytest_collection_modifyitems(
+        self, session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+    ) -> None:
+        # Before -k, -m and --lf deselect anything: the dataset checks are selectable too.
+        if not self.anchor_collected:
+            added = dataset_items(session)
+            items.extend(added)
+            # The terminal counts collected items from collect reports ("collected N
+            # items", the progress percentage): report these like any collector would.
+            anchor = added[0].parent
+            config.hook.pytest_collectreport(
+                report=pytest.CollectReport(anchor.nodeid, "passed", None, list(added))
+            )
+        rerun = config.pluginmanager.hasplugin("rerunfailures")
+        for item in items:
+            if isinstance(item, TokauditItem):
+                item.add_marker(MARKER)
+                if rerun:
+                    # The data does not change between attempts: rerunning only repeats
+                    # the verdict (and would count its records twice).
+                    item.add_marker(pytest.mark.flaky(reruns=0))
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_protocol(self, item: pytest.Item, nextitem: Any):
+        if isinstance(item, DeferredItem) and not item.released:
+            return True  # the controller runs it when everything else has run
+        return None
+
+
+class DeferLast:
+    """Deferred items go last, after any reordering plugin: no item that runs in the loop
+    may follow one whose protocol was put off, or pytest's teardown between them breaks."""
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        items.sort(key=lambda item: isinstance(item, DeferredItem))
+
+
+def dataset_items(session: pytest.Session) -> list[DatasetItem]:
+    """The dataset check items, with their anchor (the ini file, or the session)."""
+    config = session.config
+    anchor = dataset_anchor(config)
+    if anchor == MARKER:
+        group = DatasetChecks.from_parent(session, name=MARKER, nodeid=MARKER)
+    else:
+        ini = IniFile.from_parent(session, path=config.inipath)
+        group = DatasetChecks.from_parent(ini, name=MARKER)
+    return list(group.collect())
+
+
+class TokauditItem(pytest.Item):
+    """Base of every item this plugin makes."""
+
+    def reportinfo(self):
+        # A line is required by pytest's skip reporting; 0 is "the file".
+        return self.path, 0, self.label()
+
+    def label(self) -> str:
+        return self.nodeid
+
+    def repr_failure(self, excinfo, style=None):
+        from .compat import failure_repr
+
+        if isinstance(excinfo.value, Verdict):
+            v = excinfo.value
+            lines = v.lines
+            tb = self.config.getoption("tbstyle", "auto")
+            if tb == "no":
+                lines = []
+            elif tb in ("line", "short"):
+                lines = lines[: 1 if tb == "line" else 6]
+            return failure_repr(v.path, v.line, v.message, lines)
+        return super().repr_failure(excinfo, style=style)
+
+
+class Verdict(Exception):
+    """A failed verdict: the one-line message, the location, the body lines."""
+
+    def __init__(self, message: str, lines: list[str], path: str, line: int = 0):
+        super().__init__(message)
+        self.message, self.lines, self.path, self.line = message, lines, path, line
 
 
 class DataFile(pytest.File):
-    def collect(self) -> Iterator[AuditItem]:
+    def collect(self) -> Iterator[pytest.Item]:
         base = self.config.stash[CONTRACT]
         try:
             contract = self.ihook.pytest_tokaudit_contract(path=self.path, contract=base) or base
         except ValueError as exc:  # ContractError, TokenizerError: a message, not a traceback
             raise self.CollectError(f"pytest_tokaudit_contract: {exc}") from None
+        from .reader import is_compressed
+
         # Stat, never parse: every xdist worker collects every file and must agree.
         size = self.path.stat().st_size
         if is_compressed(self.path) or size <= contract.shard_size or contract.shard_size == 0:
@@ -67,9 +205,10 @@ class DataFile(pytest.File):
                 shard=(i, n),
                 byte_range=(i * size // n, (i + 1) * size // n),
             )
+        yield WholeFileItem.from_parent(self, name="tokaudit[file]", contract=contract)
 
 
-class AuditItem(pytest.Item):
+class AuditItem(TokauditItem):
     """Streams its file (or byte range) once and runs every check in that pass."""
 
     def __init__(
@@ -84,56 +223,122 @@ class AuditItem(pytest.Item):
         self.contract = contract
         self.shard = shard
         self.byte_range = byte_range
-        self.display = os.path.relpath(self.path, self.config.rootpath)
+        self.display = display_path(self.path, self.config.rootpath)
 
     def runtest(self) -> None:
+        from .audit import audit, check_file
+        from .report import failure_lines
+        from .summary import PROPERTY, FileSummary
+
         contract = self.contract
-        summary = FileSummary(
-            path=self.display,
-            max_shown=contract.max_shown,
-            collected=self.config.stash.get(COLLECTED, 0),
-        )
+        summary = FileSummary(path=self.display, max_shown=contract.max_shown)
         if self.shard:
             summary.shard, summary.shards = self.shard
+            summary.start = self.byte_range[0]
         try:
             audit(self.path, contract, self.ihook, summary, *self.byte_range)
             if self.shard is None:
                 check_file(self.path, contract, self.ihook, summary)
+            summary.complete = True
         finally:
             # Reports (with user_properties) travel from xdist workers; config.stash does not.
+            # An unfinished audit travels too, marked incomplete: it makes the run partial.
             self.user_properties.append((PROPERTY, summary.to_json()))
-        # A shard's allowable findings are judged with the whole file, on the controller.
+        # A shard's allowable findings are judged with the whole file, by [file].
         if summary.failing or summary.file_findings:
-            raise AuditFailure(summary)
-
-    def repr_failure(self, excinfo, style=None):
-        if isinstance(excinfo.value, AuditFailure):
             offset = 0
-            if self.shard and self.byte_range[0]:
-                offset = count_lines_before(self.path, self.byte_range[0])
-            return failure_text(excinfo.value.summary, self.contract, offset)
-        return super().repr_failure(excinfo, style=style)
+            if summary.shard is not None and summary.start:
+                offset = lines_before(self.path, summary.start)
+            message, lines = failure_lines(summary, contract, offset)
+            raise Verdict(message, lines, self.display, first_line(summary, offset))
 
-    def reportinfo(self):
+    def label(self) -> str:
         label = f"tokaudit: {self.display}"
         if self.shard:
             label += f" [shard {self.shard[0] + 1} of {self.shard[1]}]"
-        return self.path, None, label
+        return label
 
 
-def count_lines_before(path: Path, offset: int) -> int:
-    """Lines that start before `offset`; only paid when a shard has something to show."""
-    n = 0
+def first_line(summary: Any, offset: int) -> int:
+    lines = [f.line for f in summary.shown if f.line is not None]
+    return min(lines) + offset if lines else 0
+
+
+class DeferredItem(TokauditItem):
+    """Judged by the controller after every other item has run (see module docstring)."""
+
+    released = False
+
+    def runtest(self) -> None:
+        from .controller import CONTROLLER
+
+        self.config.stash[CONTROLLER].judge(self)
+
+
+class WholeFileItem(DeferredItem):
+    """A sharded file's whole-file checks (count mean, outliers...), on the merged shards."""
+
+    def __init__(self, *, contract: Contract, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.contract = contract
+        self.display = display_path(self.path, self.config.rootpath)
+
+    def label(self) -> str:
+        return f"tokaudit: {self.display} [whole file]"
+
+
+class IniFile(pytest.File):
+    """The ini file, as the anchor of the dataset checks (`pytest.ini::tokaudit::budget`)."""
+
+    def collect(self) -> Iterator[pytest.Collector]:
+        collector = self.config.pluginmanager.get_plugin("tokaudit.collect")
+        if collector is not None:
+            collector.anchor_collected = True
+        yield DatasetChecks.from_parent(self, name=MARKER)
+
+
+class DatasetChecks(pytest.Collector):
+    def collect(self) -> Iterator[DatasetItem]:
+        for name in configured_checks(self.config.stash[CONTRACT]):
+            yield DatasetItem.from_parent(self, name=name)
+
+    def reportinfo(self):
+        return self.path, 0, self.nodeid
+
+
+class DatasetItem(DeferredItem):
+    """One dataset check: coverage, budget, unique_ids or expected_ids."""
+
+    def label(self) -> str:
+        return f"tokaudit::{self.name}"
+
+
+def lines_before(path: Path, offset: int) -> int:
+    """Lines that start before byte `offset` (a shard's first line is this + 1).
+
+    Counted once per file per process from the nearest point already counted, so a
+    failing shard never reads the whole prefix again.
+    """
+    st = os.stat(path)  # a rewritten file is another file
+    key = (os.fspath(path), st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    marks = _LINE_MARKS.setdefault(key, {0: 0})
+    start = max(o for o in marks if o <= offset)
+    n = marks[start]
     with open(path, "rb") as fh:
-        fh.seek(offset - 1)
-        at_line_start = fh.read(1) == b"\n"
-        fh.seek(0)
-        left = offset
+        fh.seek(start)
+        left = offset - start
         while left > 0:
             chunk = fh.read(min(left, 1 << 22))
             if not chunk:
                 break
             n += chunk.count(b"\n")
             left -= len(chunk)
-    # A line straddling the offset started before it and belongs to the previous range.
-    return n if at_line_start else n + 1
+        marks[offset] = n
+        if offset:
+            fh.seek(offset - 1)
+            if fh.read(1) != b"\n":
+                return n + 1  # the line straddling the offset belongs to the range before
+    return n
+
+
+_LINE_MARKS: dict[tuple, dict[int, int]] = {}

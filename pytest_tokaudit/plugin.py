@@ -13,7 +13,7 @@ from .contract import KEYS
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     from . import hookspecs
 
-    pluginmanager.add_hookspecs(hookspecs)
+    hookspecs.register(pluginmanager)  # also declared by the tokaudit-hooks entry point
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -40,16 +40,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "tokaudit: an item of pytest-tokaudit (a data file, shard or dataset check)"
+    )
     if not config.getoption("tokaudit"):
         return
     from .checks import BUILTIN
-    from .collect import CONTRACT, Collector
+    from .collect import CONTRACT, Collector, DeferLast
     from .contract import contract_from_config
 
     contract = contract_from_config(config)
     config.stash[CONTRACT] = contract
     pm = config.pluginmanager
-    pm.register(Collector(contract), "tokaudit.collect")
+    pm.register(Collector(config, contract), "tokaudit.collect")
+    pm.register(DeferLast(), "tokaudit.order")
     for name, check in BUILTIN.items():
         if not pm.is_blocked(name):
             pm.register(check(), name)
@@ -59,6 +63,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
         pm.register(BaselineCheck(baseline), "tokaudit.baseline")
     if not hasattr(config, "workerinput"):
-        from .dataset import Controller
+        from .controller import CONTROLLER, Controller
 
-        pm.register(Controller(config, contract), "tokaudit.controller")
+        config.stash[CONTROLLER] = Controller(config, contract)
+        pm.register(config.stash[CONTROLLER], "tokaudit.controller")

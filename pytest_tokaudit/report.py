@@ -51,6 +51,14 @@ def verdict(summary: FileSummary, contract: Contract) -> str:
     return "; ".join(parts) or "the file breaks the contract"
 
 
+def failure_lines(
+    summary: FileSummary, contract: Contract, offset: int = 0
+) -> tuple[str, list[str]]:
+    """(verdict, section lines) of one file's failure; the verdict is the first line."""
+    text = failure_text(summary, contract, offset)
+    return text.split("\n", 1)[0], text.split("\n")
+
+
 def failure_text(summary: FileSummary, contract: Contract, offset: int = 0) -> str:
     """The failure section of one file: verdict, bad records, file-level findings, sources."""
     lines = [verdict(summary, contract)]

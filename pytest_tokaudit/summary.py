@@ -50,7 +50,11 @@ class FileSummary:
     rt_ratio_sum: float = 0.0
     rt_ratio_max: float = 0.0
     read_error: str | None = None
-    collected: int = 0  # audit items in the session's full collection (before -k, --lf, -x)
+    complete: bool = False  # the audit ran to the end (not timed out, crashed, interrupted)
+    start: int = 0  # a shard's first byte; its lines are relative to its part until rebased
+    # Records that could not be checked still cost money: their valid billed counts.
+    billed_unusable: int = 0
+    unusable_billed: int = 0
     # Record ids and their lines, in line order; only kept for the dataset id checks.
     ids: list[Any] = field(default_factory=list)
     id_lines: list[int] = field(default_factory=list)
@@ -113,6 +117,11 @@ class FileSummary:
         return sorted(rows, key=lambda r: (-r[0], r[1]))
 
     @property
+    def billed_total(self) -> int:
+        """Every valid billed count, including records whose ids were unusable."""
+        return self.billed + self.billed_unusable
+
+    @property
     def mean_billed(self) -> float:
         return self.billed / self.checked if self.checked else 0.0
 
@@ -148,7 +157,7 @@ class FileSummary:
         for name in (
             "lines", "blank", "records", "audited", "skipped", "checked", "billed",
             "counted", "absdiff", "findings", "allowable", "bad_records", "outlier_records",
-            "rt_checked", "rt_changed",
+            "rt_checked", "rt_changed", "billed_unusable", "unusable_billed",
         ):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.rt_ratio_sum += other.rt_ratio_sum

@@ -68,7 +68,7 @@ def test_clean_files_pass_and_the_summary_table_shows_them(project):
 
     result = project.run()
     assert result.ret == OK
-    result.assert_outcomes(passed=3)
+    result.assert_outcomes(passed=4)  # 3 files and the coverage check
     assert_no_crash(result)
     # 4 records (the blank line is not one), billed 1000, counted 1002, |diff| 1 + 1.
     assert summary_section(result) == [
@@ -82,6 +82,9 @@ def test_clean_files_pass_and_the_summary_table_shows_them(project):
         "record              sample_id  billed  counted  diff",
         "data/clean.jsonl:4  'c3'          300      301    +1",
         "data/clean.jsonl:5  'c4'          400      401    +1",
+        "",
+        "pytest.ini::tokaudit::coverage: passed: 3 data files (4 records) audited to the end "
+        "under the rootdir",
     ]
 
 
@@ -151,7 +154,7 @@ def test_bad_input_corpus_is_reported_line_by_line(project):
 
     result = project.run()
     assert result.ret == FAILED
-    result.assert_outcomes(passed=4, failed=7)
+    result.assert_outcomes(passed=5, failed=7)
     assert_no_crash(result)
 
     contract = ("contract: default [tokaudit_count_abs = 8, tokaudit_count_rel = 2%, "
@@ -311,7 +314,7 @@ def test_outlier_allowance_mean_tolerance_and_max_shown(project):
     # Run A: the allowance is a count (2), from pytest.ini; the mean check is off.
     result = project.run()
     assert result.ret == FAILED
-    result.assert_outcomes(passed=2, failed=4)  # two.jsonl and mean.jsonl pass
+    result.assert_outcomes(passed=3, failed=4)  # two.jsonl, mean.jsonl and coverage pass
     assert_no_crash(result)
     outliers = "3 records break the count tolerance, at most 2 allowed (2 of 10 audited)"
     assert failure_section(result, "data/three.jsonl") == [
@@ -363,7 +366,7 @@ def test_outlier_allowance_mean_tolerance_and_max_shown(project):
         "-o", "tokaudit_count_mean_rel=1.5%",
     )
     assert result.ret == FAILED
-    result.assert_outcomes(passed=1, failed=5)  # two.jsonl passes: 20% of 10 allows 2
+    result.assert_outcomes(passed=2, failed=5)  # two.jsonl passes: 20% of 10 allows 2
     assert_no_crash(result)
     outliers = "3 records break the count tolerance, at most 2 allowed (20% of 10 audited)"
     assert failure_section(result, "data/three.jsonl") == [
@@ -421,7 +424,7 @@ def test_dotted_field_paths_and_where(project):
 
     result = project.run()
     assert result.ret == FAILED
-    result.assert_outcomes(passed=1, failed=2)
+    result.assert_outcomes(passed=2, failed=2)
     assert_no_crash(result)
     assert failure_section(result, "data/nested.jsonl") == [
         "4 of 6 audited records break the contract; 1 record breaks the count tolerance, "
@@ -449,7 +452,7 @@ def test_dotted_field_paths_and_where(project):
     assert rows["data/mixed.jsonl"] == ["6", "2", "4", "20.0", "20.0", "0.00 (0.00%)", "0", "0"]
     assert rows["data/all_skipped.jsonl"] == ["2", "0", "2", "0.0", "0.0", "0.00 (0.00%)", "0", "1"]
     # The worst-records table names the id column by its field path.
-    assert summary_section(result)[-2:] == [
+    assert summary_section(result)[-4:-2] == [  # then a blank line and the coverage verdict
         "record               meta.id  billed  counted  diff",
         "data/nested.jsonl:2  'n2'         30        3   -27",
     ]
@@ -504,7 +507,7 @@ def test_conftest_hooks_and_disabling_builtin_checks(project):
 
     result = project.run()
     assert result.ret == FAILED
-    result.assert_outcomes(passed=2, failed=5)
+    result.assert_outcomes(passed=3, failed=5)
     assert_no_crash(result)
     assert failure_section(result, "data/cut.jsonl") == cut
     assert failure_section(result, "data/tiny.jsonl") == tiny
@@ -532,7 +535,7 @@ def test_conftest_hooks_and_disabling_builtin_checks(project):
     # The built-in count and empty checks are plugins that -p no: turns off.
     result = project.run("-p", "no:tokaudit.count", "-p", "no:tokaudit.empty")
     assert result.ret == FAILED
-    result.assert_outcomes(passed=5, failed=2)
+    result.assert_outcomes(passed=6, failed=2)
     assert_no_crash(result)
     assert failure_section(result, "data/cut.jsonl") == cut
     assert failure_section(result, "data/tiny.jsonl") == tiny
@@ -548,11 +551,14 @@ def test_junitxml_has_one_testcase_per_file_and_no_summary_property(project):
 
     result = project.run("--junitxml=r.xml")
     assert result.ret == FAILED
-    result.assert_outcomes(passed=1, failed=1)
+    result.assert_outcomes(passed=2, failed=1)
     assert_no_crash(result)
     root = ET.parse(project.path / "r.xml").getroot()
     cases = {(c.get("classname"), c.get("name")): c for c in root.iter("testcase")}
-    assert set(cases) == {("data.good.jsonl", "tokaudit"), ("data.bad.jsonl", "tokaudit")}
+    assert set(cases) == {
+        ("data.good.jsonl", "tokaudit"), ("data.bad.jsonl", "tokaudit"),
+        ("tokaudit", "coverage"),  # no ini file: the dataset checks hang off the rootdir
+    }
     good, bad = cases["data.good.jsonl", "tokaudit"], cases["data.bad.jsonl", "tokaudit"]
     assert [child.tag for child in good] == []
     (failure,) = bad.findall("failure")
@@ -599,7 +605,7 @@ def test_read_only_data_is_audited_and_left_untouched(project):
             path.chmod(0o755)
     assert after == before
     assert result.ret == FAILED
-    result.assert_outcomes(passed=2, failed=1)
+    result.assert_outcomes(passed=3, failed=1)
     assert_no_crash(result)
     assert failure_section(result, "data/sub/bad.jsonl")[1] == (
         "data/sub/bad.jsonl:2: sample_id='b2': count: billed 99, counted 10 (-89, -89.9%) > max(8, 2%)"
@@ -650,7 +656,7 @@ def test_sharded_file_reports_like_the_whole_file(project):
     assert result.ret == FAILED
     assert_no_crash(result)
     # The whole twin is one item; the sharded file is n shard items and its file verdict.
-    result.assert_outcomes(failed=1 + len(bad_shards) + 1, passed=n - len(bad_shards))
+    result.assert_outcomes(failed=1 + len(bad_shards) + 1, passed=n - len(bad_shards) + 1)
     result.stdout.fnmatch_lines(["FAILED data/whole/big.jsonl::tokaudit - 5 of 79 audited *"])
     for i in range(1, n + 1):
         word = "FAILED" if i in bad_shards else "PASSED"
@@ -691,7 +697,7 @@ def test_sharded_file_reports_like_the_whole_file(project):
     # The shards show their failing records; count breaches wait for the file verdict.
     assert sorted(shard_lines) == sorted(l for l in whole[1:6] if ": count: " not in l)
     # The file verdict, judged on the merged shards, reads like the whole twin's failure.
-    (verdict,) = failure_sections(result, "data/sharded/big.jsonl::tokaudit[file]")
+    (verdict,) = failure_sections(result, "tokaudit: data/sharded/big.jsonl [whole file]")
     assert as_whole(verdict) == whole
 
     rows = summary_rows(result)
@@ -741,8 +747,8 @@ def test_sharded_file_is_judged_with_its_own_conftest(project):
     result = project.run("-rA")
     assert_no_crash(result)
     assert result.ret == FAILED
-    result.assert_outcomes(passed=3 * n + 2, failed=1)
-    (verdict,) = failure_sections(result, "data/checked/big.jsonl::tokaudit[file]")
+    result.assert_outcomes(passed=3 * n + 3, failed=1)
+    (verdict,) = failure_sections(result, "tokaudit: data/checked/big.jsonl [whole file]")
     assert verdict == ["checked: 80 records", "data/checked/big.jsonl: custom: checked: 80 records"]
     for name in ("loose", "plain"):
         result.stdout.fnmatch_lines([f"PASSED data/{name}/big.jsonl::tokaudit[[]file[]]*"])

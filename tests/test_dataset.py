@@ -59,14 +59,17 @@ def test_dataset_checks_identical_in_every_xdist_mode(pytester: pytest.Pytester)
     for name, other in seen.items():
         assert other == first, name
     lines, summary = first
-    assert "PASSED tokaudit::budget" in lines
-    assert any(l.startswith("FAILED tokaudit::unique_ids - 1 id with more than one") for l in lines)
-    assert "FAILED tokaudit::expected_ids - 5 of 44 expected ids have no record" in lines
+    assert "PASSED pytest.ini::tokaudit::coverage" in lines
+    assert "PASSED pytest.ini::tokaudit::budget" in lines
+    assert any(l.startswith("FAILED pytest.ini::tokaudit::unique_ids - 1 id with more than one")
+               for l in lines)
+    assert "FAILED pytest.ini::tokaudit::expected_ids - 5 of 44 expected ids have no record" in lines
     assert "PASSED data/big.jsonl::tokaudit[file]" in lines
     assert [l for l in lines if "shard" in l] == [
         f"PASSED data/big.jsonl::tokaudit[shard {i} of 6]" for i in range(1, 7)
     ]
-    assert "tokaudit::budget: passed: billed 460 of 1,000 tokens (46.0%); $0.0011 of $0.0025" in summary
+    assert ("pytest.ini::tokaudit::budget: passed: billed 460 of 1,000 tokens (46.0%); "
+            "$0.0011 of $0.0025") in summary
     result = pytester.runpytest_subprocess("--tokaudit", "data", "-p", "no:xdist",
                                            *UNRELATED_PLUGINS, timeout=120)
     result.stdout.fnmatch_lines([
@@ -79,27 +82,31 @@ def test_dataset_checks_identical_in_every_xdist_mode(pytester: pytest.Pytester)
     ])
 
 
-def test_partial_runs_skip_missing_ids(project: TokProject):
+def test_partial_runs_never_pass_a_dataset_check(project: TokProject):
     dataset(project)
-    result = project.run("-rA", "-k", "a.jsonl")
+    result = project.run("-rA", paths=("data/a.jsonl",))
     assert_no_crash(result)
     assert result.ret == 0
-    assert "PASSED tokaudit::budget" in verdicts(result)
-    assert any(l.startswith("PASSED tokaudit::unique_ids") for l in verdicts(result))
+    assert not [l for l in verdicts(result) if l.startswith("PASSED pytest.ini")], result.stdout.str()
+    result.assert_outcomes(passed=1, skipped=4)
     result.stdout.fnmatch_lines([
-        "SKIPPED [[]1[]] *: needs every file: 1 of 8 audit items ran (deselected, stopped early "
-        "or crashed)",
+        "SKIPPED [[]2[]] pytest.ini: partial run: 2 data files not selected (-k, -m, --lf, "
+        "--deselect, or not under the paths named): data/b.jsonl, data/big.jsonl",
     ])
+    # -k deselects the dataset checks like any test whose name does not match.
+    result = project.run("-rA", "-k", "a.jsonl")
+    assert result.ret == 0
+    result.assert_outcomes(passed=1)  # the 12 others (and the checks) are deselected
 
 
 def test_budget_fails_on_a_subset_that_alone_exceeds_it(project: TokProject):
     dataset(project, budget=40)
-    result = project.run("-rA", "-k", "a.jsonl")
+    result = project.run("-rA", paths=("data/a.jsonl",))
     assert result.ret == FAILED
     lines = verdicts(result)
     (budget,) = [l for l in lines if "budget" in l]
-    assert budget.startswith("FAILED tokaudit::budget - over budget: billed 50 of 40 tokens")
-    assert any("needs every file" in l for l in result.stdout.lines)
+    assert budget.startswith("FAILED pytest.ini::tokaudit::budget - over budget: billed 50 of 40")
+    assert any("partial run" in l for l in result.stdout.lines)
 
 
 CRASH = """
@@ -119,14 +126,15 @@ def test_a_crashed_worker_loses_only_its_file(pytester: pytest.Pytester):
     result = project.run("-rA")
     assert result.ret == FAILED
     lines = verdicts(result)
-    assert [l.split(" - ")[0] for l in lines if "crash.jsonl" in l] == [
+    assert [l.split(" - ")[0] for l in lines if l.startswith("FAILED data/crash.jsonl")] == [
         "FAILED data/crash.jsonl::tokaudit"
     ], lines
     assert "PASSED data/a.jsonl::tokaudit" in lines
     assert "PASSED data/big.jsonl::tokaudit[file]" in lines
     result.stdout.fnmatch_lines(["*crashed while running*data/crash.jsonl::tokaudit*"])
     # The run is partial now: the missing-ids check says so instead of guessing.
-    assert any("needs every file" in l for l in result.stdout.lines), result.stdout.str()
+    result.stdout.fnmatch_lines(["SKIPPED *partial run: 1 data file did not finish*crash.jsonl"])
+    assert not [l for l in lines if l.startswith("PASSED pytest.ini")], lines
 
 
 def test_merge_of_split_runs_matches_one_run(pytester: pytest.Pytester):
@@ -135,11 +143,13 @@ def test_merge_of_split_runs_matches_one_run(pytester: pytest.Pytester):
     whole = project.run("--tokaudit-json=all.json")
     part1 = project.run("--tokaudit-json=p1.json", paths=("data/a.jsonl", "data/big.jsonl"))
     part2 = project.run("--tokaudit-json=p2.json", paths=("data/b.jsonl",))
-    assert whole.ret == FAILED and part1.ret == part2.ret == FAILED  # expected_ids: partial
+    # Each part alone is clean: its dataset checks skip as partial, none fails or passes.
+    assert whole.ret == FAILED and part1.ret == part2.ret == 0
     merged = pytester.run(sys.executable, "-m", "pytest_tokaudit", "merge", "p1.json", "p2.json",
                           "--json", "merged.json")
     assert merged.ret == 1
     merged.stdout.fnmatch_lines([
+        "PASSED tokaudit::coverage - 3 data files (40 records) audited to the end*",
         "PASSED tokaudit::budget - billed 460 of 1,000 tokens*",
         "FAILED tokaudit::unique_ids - 1 id with more than one record*",
         "    sample_id=3: 2 records: data/a.jsonl:3, data/b.jsonl:5",
@@ -198,8 +208,8 @@ def test_dataset_checks_are_junit_testcases(project: TokProject):
     result = project.run("--junitxml=r.xml")
     assert result.ret == FAILED
     xml = (project.path / "r.xml").read_text()
-    assert '<testcase classname="tokaudit" name="budget"' in xml
-    assert '<testcase classname="tokaudit" name="unique_ids"' in xml
+    assert '<testcase classname="pytest.ini.tokaudit" name="budget"' in xml
+    assert '<testcase classname="pytest.ini.tokaudit" name="unique_ids"' in xml
     assert 'message="1 id with more than one record' in xml
 
 
@@ -210,19 +220,29 @@ def test_last_failed_and_failed_first_runs(pytester: pytest.Pytester):
     common = ("-rA", "-p", "cacheprovider")
     first = project.run(*common)
     assert any("FAILED data/bad.jsonl::tokaudit" in l for l in first.stdout.lines)
-    # --lf audits bad.jsonl alone: the missing-ids check cannot judge, and says why.
+    # --lf audits bad.jsonl alone: the dataset checks cannot judge, and say why.
     lf = project.run("--lf", *common)
-    lf.stdout.fnmatch_lines(["SKIPPED *needs every file: --lf runs only the files that failed last time"])
+    lf.stdout.fnmatch_lines(["SKIPPED *partial run: 3 data files not selected*"])
+    assert not [l for l in verdicts(lf) if l.startswith("PASSED pytest.ini")]
+    # ... and the failures they had stay on record for the next --lf.
+    lastfailed = json.loads((project.path / ".pytest_cache/v/cache/lastfailed").read_text())
+    assert "pytest.ini::tokaudit::expected_ids" in lastfailed
+    assert "pytest.ini::tokaudit::unique_ids" in lastfailed
     # --ff runs every file, failures first: nothing is partial.
     ff = project.run("--ff", *common)
-    assert "FAILED tokaudit::expected_ids - 5 of 44 expected ids have no record" in verdicts(ff)
+    assert "FAILED pytest.ini::tokaudit::expected_ids - 5 of 44 expected ids have no record" in verdicts(ff)
 
 
-def test_collect_only_reports_no_dataset_outcome(project: TokProject):
+def test_collect_only_lists_the_dataset_checks_and_judges_nothing(project: TokProject):
     dataset(project)
     result = project.run("--collect-only", "-q")
     assert result.ret == 0
-    assert not [l for l in result.stdout.lines if "tokaudit::" in l], result.stdout.str()
+    assert [l for l in result.stdout.lines if l.startswith("pytest.ini::")] == [
+        "pytest.ini::tokaudit::coverage", "pytest.ini::tokaudit::budget",
+        "pytest.ini::tokaudit::unique_ids", "pytest.ini::tokaudit::expected_ids",
+    ]
+    result.stdout.fnmatch_lines(["13 tests collected*"])  # 2 files, 6 shards + [file], 4 checks
+    result.stdout.no_fnmatch_line("*tokaudit summary*")
 
 
 def test_a_contract_hook_error_is_a_collection_error_with_its_message(project: TokProject):
@@ -236,7 +256,7 @@ def test_a_contract_hook_error_is_a_collection_error_with_its_message(project: T
     xdist = "no:xdist" not in project.mode
     assert result.ret == (FAILED if xdist else pytest.ExitCode.INTERRUPTED)
     if xdist:
-        result.stdout.fnmatch_lines(["SKIPPED *needs every file: * collection error*"])
+        result.stdout.fnmatch_lines(["SKIPPED *partial run*collection error*"])
     assert not [l for l in verdicts(result) if "expected_ids" in l and "FAILED" in l]
     result.stdout.fnmatch_lines(["pytest_tokaudit_contract: tokaudit_require_once: token names "
                                  "[[]'</think>'[]] need a tokenizer*"])

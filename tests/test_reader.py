@@ -21,9 +21,9 @@ from hypothesis import strategies as st
 
 from pytest_tokaudit import Finding, checks, hookspecs
 from pytest_tokaudit.audit import audit, check_file
-from pytest_tokaudit.collect import count_lines_before
+from pytest_tokaudit.collect import lines_before as count_lines_before
 from pytest_tokaudit.contract import KEYS, Contract
-from pytest_tokaudit.dataset import Controller
+from pytest_tokaudit.controller import Controller
 from pytest_tokaudit.reader import SKIPPED, ReadError, iter_lines, parse_line
 from pytest_tokaudit.summary import PROPERTY, FileSummary
 

@@ -1,0 +1,83 @@
+"""Every private pytest attribute the plugin touches, in one place.
+
+Each use fails loudly (PrivateApiError, which the caller turns into a failed result
+naming the pytest version) rather than falling back to something that silently does
+the wrong thing.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Sequence
+
+import pytest
+
+
+class PrivateApiError(RuntimeError):
+    """pytest changed something private this plugin relies on."""
+
+
+def _version() -> tuple[int, ...]:
+    parts = []
+    for piece in pytest.__version__.split(".")[:2]:
+        digits = "".join(c for c in piece if c.isdigit())
+        parts.append(int(digits or 0))
+    return tuple(parts)
+
+
+def failure_repr(path: str, lineno: int, message: str, lines: Sequence[str]) -> Any:
+    """A failure longrepr that every report consumer reads like an exception's.
+
+    `reprcrash` (path, 1-based line, message) is what `-r` short summaries, `--tb=line`
+    and junitxml's `message` attribute show, on every pytest version (pytest 8 shows no
+    reason for a plain-string longrepr); the lines are the body. xdist serialises it as
+    it does a `--tb=native` traceback.
+    """
+    try:
+        from _pytest._code.code import (
+            ExceptionChainRepr,
+            ReprFileLocation,
+            ReprTracebackNative,
+        )
+    except ImportError as exc:  # pragma: no cover - depends on pytest's internals
+        raise PrivateApiError(f"pytest {pytest.__version__}: {exc}") from None
+    body = [line + "\n" for line in lines]
+    # ReprFileLocation's lineno is shown as is; 0 means "the file" (no line).
+    crash = ReprFileLocation(path=path, lineno=lineno, message=message)
+    return ExceptionChainRepr([(ReprTracebackNative(body), crash, None)])
+
+
+def load_conftests(config: pytest.Config, path: Path) -> None:
+    """Import the conftest.py files that apply to `path`, as collection would.
+
+    The xdist controller collects nothing, so it has not imported the conftest.py files
+    below the root; a sharded file's whole-file verdict must be judged with its own hooks.
+    pytest has no public call for this.
+    """
+    pm = config.pluginmanager
+    load = getattr(pm, "_loadconftestmodules", None)
+    if load is None:
+        raise PrivateApiError(
+            f"pytest {pytest.__version__} has no PytestPluginManager._loadconftestmodules"
+        )
+    args: dict[str, Any] = {}
+    if _version() >= (8, 1):
+        args["consider_namespace_packages"] = config.getini("consider_namespace_packages")
+    try:
+        load(path, config.getoption("importmode"), config.rootpath, **args)
+    except TypeError as exc:
+        raise PrivateApiError(
+            f"pytest {pytest.__version__}: _loadconftestmodules changed: {exc}"
+        ) from None
+
+
+def teardown_all(session: pytest.Session) -> None:
+    """Tear down what an interrupted run loop left set up (as pytest does at session end).
+
+    The deferred items run after the loop; pytest's SetupState refuses an item while a
+    previous item's collectors are still set up.
+    """
+    state = getattr(session, "_setupstate", None)
+    if state is None or not hasattr(state, "teardown_exact"):
+        raise PrivateApiError(f"pytest {pytest.__version__} has no Session._setupstate.teardown_exact")
+    state.teardown_exact(None)

@@ -1,0 +1,511 @@
+"""Controller side: what the run covered, and the verdicts that need the whole run.
+
+Registered only where ``config.workerinput`` is absent: in a plain run, or on the xdist
+controller, which sees every report the workers send. It keeps each audit item's summary
+once (the first complete attempt: reruns and ``--dist each`` repeat the same data), works
+out whether the run audited the whole dataset, and after every other item has run, runs
+the deferred items (``[file]`` verdicts, dataset checks) through pytest's ordinary test
+protocol, so every report consumer sees them as tests.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .collect import (
+    CONTRACT,
+    DataFile,
+    DatasetItem,
+    DeferredItem,
+    Verdict,
+    WholeFileItem,
+    dataset_anchor,
+    dataset_items,
+    display_path,
+)
+from .contract import Contract
+from .dataset import IdIndex, Outcome, evaluate, merge_parts, money, plural
+from .summary import PROPERTY, FileSummary
+
+CONTROLLER = pytest.StashKey["Controller"]()
+SHOWN = 5  # file names shown in a coverage message
+DATA_SUFFIXES = {
+    ".parquet", ".json", ".jsonl", ".ndjson", ".dvc", ".gz", ".zst", ".bz2", ".xz",
+    ".arrow", ".feather", ".csv", ".tsv", ".avro", ".orc",
+}
+
+
+@dataclass
+class Coverage:
+    """Which data files the run audited to the end, against the dataset it is judged on."""
+
+    roots: list[str]  # the dataset's paths (testpaths, or the rootdir)
+    dataset: list[str]  # data files under them
+    audited: list[str]  # files whose every item finished
+    records: int = 0
+    missing: dict[str, str] = field(default_factory=dict)  # file -> why not audited
+    unmatched: list[str] = field(default_factory=list)  # present, not matching the glob
+    errors: int = 0  # collection errors
+    stopped: str = ""  # -x / --maxfail / interrupted
+
+    @property
+    def partial(self) -> str | None:
+        """Why the run did not audit the whole dataset, or None."""
+        parts = []
+        by_reason: dict[str, list[str]] = {}
+        for path, why in sorted(self.missing.items()):
+            by_reason.setdefault(why, []).append(path)
+        for why, paths in by_reason.items():
+            shown = ", ".join(paths[:SHOWN]) + (" ..." if len(paths) > SHOWN else "")
+            parts.append(f"{plural(len(paths), 'data file')} {why}: {shown}")
+        if self.errors:
+            parts.append(plural(self.errors, "collection error"))
+        if self.stopped:
+            parts.append(self.stopped)
+        return "; ".join(parts) or None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"roots": self.roots, "dataset": self.dataset, "audited": self.audited,
+                "records": self.records, "missing": self.missing, "unmatched": self.unmatched,
+                "errors": self.errors, "stopped": self.stopped, "partial": self.partial}
+
+    @classmethod
+    def union(cls, parts: list[dict[str, Any]]) -> Coverage:
+        """What several runs' reports covered together (the merge command's view): a file
+        one job did not select is covered when another job audited it to the end."""
+        audited = sorted({p for c in parts for p in c["audited"]})
+        done = set(audited)
+        missing: dict[str, str] = {}
+        for c in parts:
+            for path, why in c["missing"].items():
+                if path not in done:
+                    missing.setdefault(path, why)
+            for path in c["dataset"]:
+                if path not in done:
+                    missing.setdefault(path, "audited by no report")
+        return cls(
+            roots=sorted({r for c in parts for r in c["roots"]}),
+            dataset=sorted({p for c in parts for p in c["dataset"]}),
+            audited=audited,
+            records=sum(c["records"] for c in parts),
+            missing=missing,
+            unmatched=sorted({p for c in parts for p in c["unmatched"]}),
+            errors=sum(c["errors"] for c in parts),
+            stopped="; ".join(c["stopped"] for c in parts if c["stopped"]),
+        )
+
+
+class Controller:
+    def __init__(self, config: pytest.Config, contract: Contract):
+        self.config = config
+        self.contract = contract
+        self.summaries: dict[str, FileSummary] = {}  # nodeid -> the attempt kept
+        self.index = IdIndex() if contract.unique_ids or contract.expected_ids else None
+        self.selected: set[str] = set()  # audit item node ids that were selected to run
+        self.deferred_ids: list[str] = []  # under xdist: the deferred items to run here
+        self.outcomes: dict[str, Outcome] = {}
+        self.wholes: dict[str, FileSummary] = {}  # sharded files, merged
+        self.collect_errors = 0
+        self.stopped = ""
+        self.lastfailed: dict[str, Any] = {}
+        self.unjudged: set[str] = set()  # deferred node ids skipped as partial
+        self._coverage: Coverage | None = None
+        self.keep_ids = bool(config and config.getoption("tokaudit_json"))
+
+    # -- what was collected and selected ------------------------------------------------
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        cache = self.config.cache
+        if cache is not None:
+            self.lastfailed = dict(cache.get("cache/lastfailed", {}) or {})
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if report.failed:
+            self.collect_errors += 1
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        for item in session.items:  # in process; the xdist controller collects nothing
+            self.selected.add(item.nodeid)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        if self.selected:
+            return  # every worker collects the same items
+        self.selected.update(ids)
+        anchor = dataset_anchor(self.config) + "::"
+        self.deferred_ids = [
+            i for i in ids if i.startswith(anchor) or i.endswith("::tokaudit[file]")
+        ]
+
+    # -- summaries ----------------------------------------------------------------------
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        kept = []
+        for name, value in report.user_properties:
+            if name != PROPERTY:
+                kept.append((name, value))
+            elif report.when == "call":  # teardown reports carry a copy
+                self.keep(report.nodeid, FileSummary.from_json(value))
+        # The summary has been read; keep it out of junitxml's <properties>.
+        report.user_properties[:] = kept
+
+    def keep(self, nodeid: str, summary: FileSummary) -> None:
+        """Fold one attempt's summary: the first complete one per item, once."""
+        old = self.summaries.get(nodeid)
+        if old is not None and old.complete:
+            return  # a rerun or another worker (--dist each) read the same bytes again
+        self.summaries[nodeid] = summary
+        if summary.complete and self.index is not None:
+            self.index.add(summary)
+            if not self.keep_ids:
+                summary.ids, summary.id_lines = [], []  # folded; only merge needs them
+
+    # -- the run loop ---------------------------------------------------------------------
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtestloop(self, session: pytest.Session):
+        if self.config.option.collectonly:
+            return (yield)
+        try:
+            result = yield
+        except (session.Interrupted, session.Failed) as exc:  # not a real KeyboardInterrupt
+            self.stopped = f"the run stopped early: {exc}"
+            from .compat import teardown_all
+
+            teardown_all(session)
+            self.run_deferred(session)
+            raise
+        if session.shouldfail or session.shouldstop:
+            self.stopped = f"the run stopped early: {session.shouldfail or session.shouldstop}"
+        self.run_deferred(session)
+        return result
+
+    def run_deferred(self, session: pytest.Session) -> None:
+        if self.deferred_ids:  # xdist: the workers skipped them; make them here
+            items = self.make_deferred(session)
+        else:
+            items = [i for i in session.items if isinstance(i, DeferredItem)]
+        # Whole files first: the dataset checks' table uses their merged summaries.
+        items.sort(key=lambda i: not isinstance(i, WholeFileItem))
+        for k, item in enumerate(items):
+            item.released = True
+            why = self.skip_reason(item)
+            if why:
+                # As a marker, so the skip is reported at the item (the ini file or the
+                # data file), in setup, as pytest reports any skip marker.
+                self.unjudged.add(item.nodeid)
+                item.add_marker(pytest.mark.skip(reason=why))
+            nextitem = items[k + 1] if k + 1 < len(items) else None
+            item.ihook.pytest_runtest_protocol(item=item, nextitem=nextitem)
+
+    def make_deferred(self, session: pytest.Session) -> list[DeferredItem]:
+        wanted = set(self.deferred_ids)
+        out: list[DeferredItem] = [i for i in dataset_items(session) if i.nodeid in wanted]
+        for nodeid in self.deferred_ids:
+            if not nodeid.endswith("::tokaudit[file]"):
+                continue
+            out.append(self.make_whole_file(session, nodeid))
+        return out
+
+    def make_whole_file(self, session: pytest.Session, nodeid: str) -> DeferredItem:
+        from .compat import PrivateApiError, load_conftests
+
+        path = Path(self.config.rootpath, nodeid.split("::")[0])
+        try:
+            # Judged as the file's own item: its conftest.py hooks and contract.
+            load_conftests(self.config, path)
+        except PrivateApiError as exc:
+            return BrokenItem.from_parent(session, name=nodeid, nodeid=nodeid, why=str(exc))
+        datafile = DataFile.from_parent(session, path=path)
+        try:
+            for item in datafile.collect():
+                if isinstance(item, WholeFileItem):
+                    return item
+            why = f"{path} is no longer large enough to be sharded"
+        except OSError as exc:
+            why = f"cannot read {path}: {exc.strerror or exc}"
+        except Exception as exc:  # a CollectError from the contract hook
+            why = str(exc)
+        return BrokenItem.from_parent(session, name=nodeid, nodeid=nodeid, why=why)
+
+    # -- verdicts -----------------------------------------------------------------------
+    def skip_reason(self, item: DeferredItem) -> str | None:
+        """Why a deferred item cannot be judged on this run, or None."""
+        if isinstance(item, WholeFileItem):
+            parts = self.shards_of(item.display)
+            done = {s.shard for s in parts if s.complete}
+            n = parts[0].shards if parts else 0
+            if not parts or len(done) < n:
+                return (f"needs every shard: {len(done)} of {n or 'its'} shards of "
+                        f"{item.display} audited to the end")
+            return None
+        if isinstance(item, DatasetItem):
+            outcome = self.dataset_outcomes()[item.name]
+            return outcome.message if outcome.outcome == "skipped" else None
+        return None
+
+    def shards_of(self, path: str) -> list[FileSummary]:
+        return [s for s in self.summaries.values() if s.path == path and s.shard is not None]
+
+    def judge(self, item: DeferredItem) -> None:
+        """Run by a deferred item's runtest: raise Verdict, or return (passed)."""
+        if isinstance(item, WholeFileItem):
+            return self.judge_file(item)
+        outcome = self.dataset_outcomes()[item.name]
+        if outcome.outcome == "failed":
+            path = item.location[0]
+            raise Verdict(outcome.message, [outcome.message, *outcome.lines], path)
+        item.add_report_section("call", "tokaudit", outcome.message)
+
+    def judge_file(self, item: WholeFileItem) -> None:
+        from .audit import check_file
+        from .report import failure_lines
+
+        path = item.display
+        whole = merge_parts(self.shards_of(path))
+        check_file(item.path, item.contract, item.ihook, whole)
+        whole.complete = True
+        self.wholes[path] = whole
+        if whole.file_findings:
+            message, lines = failure_lines(whole, item.contract)
+            raise Verdict(message, lines, path)
+        item.add_report_section("call", "tokaudit", f"{whole.checked:,} records checked")
+
+    def dataset_outcomes(self) -> dict[str, Outcome]:
+        if not self.outcomes:
+            cov = self.coverage()
+            if self.index is not None:
+                self.index.offsets = self.shard_offsets()
+            outcomes = evaluate(self.files(), self.index, self.contract, cov.partial)
+            self.outcomes = {"coverage": coverage_outcome(cov, self.contract)}
+            self.outcomes.update((o.name, o) for o in outcomes)
+        return self.outcomes
+
+    # -- coverage -----------------------------------------------------------------------
+    def coverage(self) -> Coverage:
+        if self._coverage is None:
+            self._coverage = self.compute_coverage()
+        return self._coverage
+
+    def compute_coverage(self) -> Coverage:
+        config = self.config
+        roots, dataset, unmatched = walk_dataset(config, self.contract.glob)
+        by_path = self.by_path()
+        audited = []
+        records = 0
+        for path, parts in by_path.items():
+            if all(s.complete for s in parts) and len(parts) == parts[0].shards:
+                audited.append(path)
+            records += sum(s.audited for s in parts)
+        selected_files = {nodeid.split("::")[0] for nodeid in self.selected}
+        missing = {}
+        done = set(audited)
+        for path in dataset:
+            if path in done:
+                continue
+            if path.replace(os.sep, "/") in selected_files:
+                missing[path] = "did not finish (failed to run, skipped, timed out, crashed or stopped)"
+            else:
+                missing[path] = "not selected (-k, -m, --lf, --deselect, or not under the paths named)"
+        for path, parts in by_path.items():  # audited files outside the dataset's paths
+            if path not in done and path not in missing:
+                missing[path] = "did not finish (failed to run, skipped, timed out, crashed or stopped)"
+        return Coverage(
+            roots=roots, dataset=dataset, audited=sorted(audited), records=records,
+            missing=missing, unmatched=unmatched, errors=self.collect_errors,
+            stopped=self.stopped,
+        )
+
+    def by_path(self) -> dict[str, list[FileSummary]]:
+        out: dict[str, list[FileSummary]] = {}
+        for summary in self.summaries.values():
+            out.setdefault(summary.path, []).append(summary)
+        return out
+
+    def line_offsets(self, path: str, parts: list[FileSummary]) -> dict[int, int]:
+        """Lines before each shard of `path`: added up when every shard from the first is
+        in, counted in the file otherwise, so no line depends on another shard running."""
+        from .collect import lines_before
+
+        parts = sorted((s for s in parts if s.shard is not None), key=lambda s: s.shard)
+        if [s.shard for s in parts] == list(range(len(parts))):
+            out, total = {}, 0
+            for s in parts:
+                out[s.shard] = total
+                total += s.lines
+            return out
+        try:
+            return {s.shard: lines_before(Path(self.config.rootpath, s.path), s.start)
+                    for s in parts}
+        except OSError:  # the file went away: lines stay relative to their shard
+            return {s.shard: 0 for s in parts}
+
+    def shard_offsets(self) -> dict[tuple[str, int | None], int]:
+        out = {}
+        for path, parts in self.by_path().items():
+            for shard, offset in self.line_offsets(path, parts).items():
+                out[(path, shard)] = offset
+        return out
+
+    def files(self) -> list[FileSummary]:
+        """One summary per file, shards merged, in path order."""
+        out = []
+        for path, parts in sorted(self.by_path().items()):
+            whole = self.wholes.get(path)
+            if whole is None:
+                sharded = parts[0].shard is not None
+                whole = merge_parts(parts, self.line_offsets(path, parts) if sharded else None)
+            out.append(whole)
+        return out
+
+    def baseline_changes(self) -> dict[str, list[str]] | None:
+        baseline = self.config.pluginmanager.get_plugin("tokaudit.baseline")
+        return None if baseline is None else baseline.compare(self.files())
+
+    # -- the end --------------------------------------------------------------------------
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        self.keep_lastfailed()
+        path = self.config.getoption("tokaudit_json")
+        if not path or self.config.option.collectonly:
+            return
+        from . import jsonreport
+
+        cov = self.coverage()
+        data = jsonreport.build(
+            self.files(), list(self.outcomes.values()), self.contract, cov.partial,
+            self.baseline_changes(),
+        )
+        data["coverage"] = cov.to_json()
+        jsonreport.write(Path(self.config.invocation_params.dir, path), data)
+
+    def keep_lastfailed(self) -> None:
+        """A check judged on part of the data never clears the failure it had."""
+        cache = self.config.cache
+        if cache is None or not self.unjudged:
+            return
+        keep = {n for n in self.unjudged if n in self.lastfailed}
+        if keep:
+            now = dict(cache.get("cache/lastfailed", {}) or {})
+            now.update((n, self.lastfailed[n]) for n in keep)
+            cache.set("cache/lastfailed", now)
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        from .report import summary_lines
+
+        files = self.files()
+        if not files and not self.outcomes:
+            return
+        tr = terminalreporter
+        tr.write_sep("=", "tokaudit summary")
+        for line in summary_lines(files, self.contract):
+            tr.write_line(line)
+        if self.contract.price_per_mtok is not None and self.contract.budget is None:
+            spent = sum(s.billed_total for s in files)
+            tr.write_line(f"\nbilled {spent:,} tokens = {money(spent, self.contract)}")
+        anchor = dataset_anchor(self.config)
+        if self.outcomes:
+            tr.write_line("")
+        for name, outcome in self.outcomes.items():
+            tr.write_line(f"{anchor}::{name}: {outcome.outcome}: {outcome.message}")
+        changes = self.baseline_changes()
+        for kind, paths in (changes or {}).items():
+            if paths:
+                tr.write_line(f"{kind} since the baseline: {', '.join(paths)}")
+        path = self.config.getoption("tokaudit_json")
+        if path:
+            tr.write_line(f"tokaudit JSON report: {path}")
+
+
+class BrokenItem(DeferredItem):
+    """A deferred item the controller could not rebuild: fails, saying why."""
+
+    def __init__(self, *, why: str, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.why = why
+
+    def runtest(self) -> None:
+        raise Verdict(self.why, [self.why], self.nodeid.split("::")[0])
+
+
+def coverage_outcome(cov: Coverage, contract: Contract) -> Outcome:
+    where = "the rootdir" if cov.roots == ["."] else ", ".join(cov.roots)
+    if cov.partial:
+        return Outcome("coverage", "skipped", f"partial run: {cov.partial}")
+    if not cov.records and not (cov.audited and contract.allow_empty):
+        glob = " ".join(contract.glob)
+        if cov.audited:
+            message = f"no record audited: {plural(len(cov.audited), 'file')} under {where} hold none"
+        else:
+            message = f"no data audited: tokaudit_glob ({glob}) matched no file under {where}"
+        lines = []
+        if cov.unmatched:
+            shown = ", ".join(cov.unmatched[:10]) + (" ..." if len(cov.unmatched) > 10 else "")
+            lines.append(f"present but not matched by tokaudit_glob: {shown}")
+        return Outcome("coverage", "failed", message, lines)
+    return Outcome(
+        "coverage", "passed",
+        f"{plural(len(cov.audited), 'data file')} ({plural(cov.records, 'record')}) "
+        f"audited to the end under {where}",
+    )
+
+
+def walk_dataset(config: pytest.Config, patterns: tuple[str, ...]) -> tuple[list[str], list[str], list[str]]:
+    """(roots, data files, other files) of the dataset: what a bare `pytest --tokaudit`
+    collects: `testpaths` when set, else the rootdir. Stats only; never reads a file."""
+    import glob
+
+    root = config.rootpath
+    testpaths = config.getini("testpaths")
+    paths: list[Path] = []
+    for entry in testpaths or []:
+        matches = sorted(glob.glob(str(root / entry), recursive=True)) or [str(root / entry)]
+        paths += [Path(m) for m in matches]
+    if not paths:
+        paths = [root]
+    norecurse = config.getini("norecursedirs")
+    ignore = {Path(p).resolve() for p in (config.getoption("ignore", None) or [])}
+    ignore_glob = config.getoption("ignore_glob", None) or []
+    seen_dirs: set[str] = set()
+    seen_files: set[str] = set()
+    data, other = [], []
+
+    def skip(path: Path) -> bool:
+        return path.resolve() in ignore or any(fnmatch.fnmatch(str(path), g) for g in ignore_glob)
+
+    def consider(path: Path) -> None:
+        real = os.path.realpath(path)
+        if real in seen_files or skip(path):
+            return
+        seen_files.add(real)
+        rel = display_path(path, root)
+        if any(fnmatch.fnmatch(path.name, p) for p in patterns):
+            data.append(rel)
+        elif DATA_SUFFIXES & {s.lower() for s in path.suffixes}:
+            other.append(rel)  # data not collected: worth naming when nothing was audited
+
+    for top in paths:
+        if top.is_file():
+            consider(top)
+            continue
+        for dirpath, dirnames, filenames in os.walk(top, followlinks=True):
+            real = os.path.realpath(dirpath)
+            if real in seen_dirs:  # a symlink loop, or a directory reached twice
+                dirnames[:] = []
+                continue
+            seen_dirs.add(real)
+            dirnames[:] = sorted(
+                d for d in dirnames
+                if not any(fnmatch.fnmatch(d, p) for p in norecurse)
+                and not skip(Path(dirpath, d))
+                and not Path(dirpath, d, "pyvenv.cfg").exists()
+            )
+            for name in sorted(filenames):
+                if not name.endswith((".py", ".pyc")) and name != "conftest.py":
+                    consider(Path(dirpath, name))
+    roots = [display_path(p, root) for p in paths]
+    return roots, sorted(data), sorted(other)
