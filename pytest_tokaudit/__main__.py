@@ -41,7 +41,7 @@ def merge(paths: list[str], out: str | None) -> int:
         # The union is judged as one run: complete when, together, the reports audited
         # every file of the dataset to the end.
         cov = Coverage.union([r["coverage"] for r in reports])
-        partial = cov.partial or ""
+        partial = cov.unjudgeable or ""
         outcomes = [coverage_outcome(cov, contract)]
     else:  # reports of a version that did not record coverage
         partial = "; ".join(f"{p}: {r['partial']}" for p, r in zip(paths, reports) if r.get("partial"))

@@ -165,10 +165,10 @@ class TokauditItem(pytest.Item):
             v = excinfo.value
             lines = v.lines
             tb = self.config.getoption("tbstyle", "auto")
-            if tb == "no":
-                lines = []
-            elif tb in ("line", "short"):
-                lines = lines[: 1 if tb == "line" else 6]
+            if tb in ("no", "line"):
+                lines = []  # --tb=line prints the location and message alone
+            elif tb == "short":
+                lines = lines[:6]
             return failure_repr(v.path, v.line, v.message, lines)
         return super().repr_failure(excinfo, style=style)
 
@@ -260,8 +260,9 @@ class AuditItem(TokauditItem):
 
 
 def first_line(summary: Any, offset: int) -> int:
-    lines = [f.line for f in summary.shown if f.line is not None]
-    return min(lines) + offset if lines else 0
+    """The line a file's failure points editors at: its first bad record, else line 1."""
+    lines = [f.line for f in summary.shown + summary.shown_allowable if f.line is not None]
+    return min(lines) + offset if lines else 1
 
 
 class DeferredItem(TokauditItem):

@@ -53,6 +53,7 @@ class Coverage:
     unmatched: list[str] = field(default_factory=list)  # present, not matching the glob
     errors: int = 0  # collection errors
     stopped: str = ""  # -x / --maxfail / interrupted
+    named: list[str] = field(default_factory=list)  # paths on the command line
 
     @property
     def partial(self) -> str | None:
@@ -69,6 +70,11 @@ class Coverage:
         if self.stopped:
             parts.append(self.stopped)
         return "; ".join(parts) or None
+
+    @property
+    def unjudgeable(self) -> str | None:
+        """Why the dataset checks cannot pass: a partial run, or no record at all."""
+        return self.partial or (None if self.records else "no record was audited")
 
     def to_json(self) -> dict[str, Any]:
         return {"roots": self.roots, "dataset": self.dataset, "audited": self.audited,
@@ -120,7 +126,7 @@ class Controller:
 
     # -- what was collected and selected ------------------------------------------------
     def pytest_sessionstart(self, session: pytest.Session) -> None:
-        cache = self.config.cache
+        cache = getattr(self.config, "cache", None)
         if cache is not None:
             self.lastfailed = dict(cache.get("cache/lastfailed", {}) or {})
 
@@ -258,7 +264,7 @@ class Controller:
         outcome = self.dataset_outcomes()[item.name]
         if outcome.outcome == "failed":
             path = item.location[0]
-            raise Verdict(outcome.message, [outcome.message, *outcome.lines], path)
+            raise Verdict(outcome.message, [outcome.message, *outcome.lines], path, 1)
         item.add_report_section("call", "tokaudit", outcome.message)
 
     def judge_file(self, item: WholeFileItem) -> None:
@@ -272,7 +278,7 @@ class Controller:
         self.wholes[path] = whole
         if whole.file_findings:
             message, lines = failure_lines(whole, item.contract)
-            raise Verdict(message, lines, path)
+            raise Verdict(message, lines, path, 1)
         item.add_report_section("call", "tokaudit", f"{whole.checked:,} records checked")
 
     def dataset_outcomes(self) -> dict[str, Outcome]:
@@ -280,7 +286,7 @@ class Controller:
             cov = self.coverage()
             if self.index is not None:
                 self.index.offsets = self.shard_offsets()
-            outcomes = evaluate(self.files(), self.index, self.contract, cov.partial)
+            outcomes = evaluate(self.files(), self.index, self.contract, cov.unjudgeable)
             self.outcomes = {"coverage": coverage_outcome(cov, self.contract)}
             self.outcomes.update((o.name, o) for o in outcomes)
         return self.outcomes
@@ -318,6 +324,8 @@ class Controller:
             roots=roots, dataset=dataset, audited=sorted(audited), records=records,
             missing=missing, unmatched=unmatched, errors=self.collect_errors,
             stopped=self.stopped,
+            named=[display_path(Path(a.split("::")[0]).absolute(), config.rootpath)
+                   for a in config.args],
         )
 
     def by_path(self) -> dict[str, list[FileSummary]]:
@@ -385,7 +393,7 @@ class Controller:
 
     def keep_lastfailed(self) -> None:
         """A check judged on part of the data never clears the failure it had."""
-        cache = self.config.cache
+        cache = getattr(self.config, "cache", None)
         if cache is None or not self.unjudged:
             return
         keep = {n for n in self.unjudged if n in self.lastfailed}
@@ -429,7 +437,7 @@ class BrokenItem(DeferredItem):
         self.why = why
 
     def runtest(self) -> None:
-        raise Verdict(self.why, [self.why], self.nodeid.split("::")[0])
+        raise Verdict(self.why, [self.why], self.nodeid.split("::")[0], 1)
 
 
 def coverage_outcome(cov: Coverage, contract: Contract) -> Outcome:
@@ -442,6 +450,8 @@ def coverage_outcome(cov: Coverage, contract: Contract) -> Outcome:
             message = f"no record audited: {plural(len(cov.audited), 'file')} under {where} hold none"
         else:
             message = f"no data audited: tokaudit_glob ({glob}) matched no file under {where}"
+            if cov.named and cov.named != cov.roots:
+                message += f" (paths named: {', '.join(cov.named)})"
         lines = []
         if cov.unmatched:
             shown = ", ".join(cov.unmatched[:10]) + (" ..." if len(cov.unmatched) > 10 else "")

@@ -903,5 +903,6 @@ def test_whole_feature_complete_runs_agree_and_partial_runs_never_pass(gate: Gat
     merged = gate.merge("part1.json", "part2.json")
     assert merged.ret == 1, merged.stdout.str()
     got = {name: outcome for name, (outcome, _) in merged_verdicts(merged).items()}
+    assert got.pop("coverage") == "PASSED", merged.stdout.str()  # the union is complete
     want = {name: reference[ds(name)][0] for name in ("budget", "unique_ids", "expected_ids")}
     assert got == want, merged.stdout.str()
