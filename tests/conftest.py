@@ -25,7 +25,12 @@ RUN_TIMEOUT = 120
 
 # Plugins of this venv that have nothing to do with the audit: loading them in every
 # subprocess (and in every xdist worker) costs more than the audit itself.
-UNRELATED_PLUGINS = ("-p", "no:hypothesispytest", "-p", "no:anyio")
+UNRELATED_PLUGINS = tuple(
+    arg
+    for name in ("hypothesispytest", "anyio", "html", "html_fixtures", "metadata",
+                 "pytest_jsonreport", "benchmark", "rerunfailures", "timeout")
+    for arg in ("-p", f"no:{name}")
+)
 
 # Extra flags for every behaviour test: the same checks, without and with xdist.
 XDIST_MODES = {

@@ -35,7 +35,7 @@ from typing import Iterable
 
 import pytest
 
-from conftest import UNRELATED_PLUGINS, TokProject, failure_sections, rec, summary_rows
+from conftest import TokProject, failure_sections, rec, summary_rows
 
 FAILED = pytest.ExitCode.TESTS_FAILED
 OK = pytest.ExitCode.OK
@@ -197,7 +197,7 @@ class Gate(TokProject):
         argv = [
             *(["--tokaudit"] if tokaudit else []), *paths,
             *([] if xdist else ["-p", "no:xdist"]),
-            *UNRELATED_PLUGINS, *blocked, "-rA", "--no-fold-skipped", *args,
+            "-p", "no:hypothesispytest", "-p", "no:anyio", *blocked, "-rA", "--no-fold-skipped", *args,
         ]
         return Run(self.pytester.runpytest_subprocess(*argv, timeout=RUN_TIMEOUT))
 
