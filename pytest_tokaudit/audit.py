@@ -7,7 +7,7 @@ from typing import Any
 
 from .contract import Contract
 from .findings import Finding, as_findings
-from .reader import SKIPPED, ReadError, Record, iter_lines, parse_line
+from .reader import SKIPPED, ReadError, Record, Rejected, iter_lines, parse_line
 from .summary import FileSummary
 
 # Records are checked in batches so batch hooks (the tokenizer round trip) amortise their
@@ -31,6 +31,7 @@ def audit(
     batch: list[Record] = []
     pending: list[Finding] = []  # findings of unusable lines, kept in line order with the batch
     batch_ids = 0
+    keep_ids = contract.unique_ids or bool(contract.expected_ids)
     line = 0
     try:
         for raw in iter_lines(path, start, end):
@@ -45,11 +46,19 @@ def audit(
                 summary.skipped += 1
                 continue
             summary.audited += 1
-            if type(parsed) is list:
-                pending += parsed
+            if type(parsed) is Rejected:
+                pending += parsed.findings
+                if parsed.count is not None:  # spend is spend, checkable or not
+                    summary.billed_unusable += parsed.count
+                    summary.unusable_billed += 1
+                record_id = parsed.record_id
             else:
                 batch.append(parsed)
                 batch_ids += parsed.n_ids
+                record_id = parsed.id
+            if keep_ids and record_id is not None:
+                summary.ids.append(record_id)
+                summary.id_lines.append(line)
             if len(batch) + len(pending) >= BATCH_RECORDS or batch_ids >= BATCH_IDS:
                 _check_batch(batch, pending, contract, hook, summary)
                 batch, pending, batch_ids = [], [], 0
@@ -65,12 +74,8 @@ def audit(
 def _check_batch(
     batch: list[Record], found: list[Finding], contract: Contract, hook: Any, summary: FileSummary
 ) -> None:
-    keep_ids = contract.unique_ids or bool(contract.expected_ids)
     for record in batch:
         summary.add_counts(record.line, record.id, record.count, record.n_ids)
-        if keep_ids and record.id is not None:
-            summary.ids.append(record.id)
-            summary.id_lines.append(record.line)
         for result in hook.pytest_tokaudit_check_record(record=record, contract=contract):
             for f in as_findings(result):
                 if f.line is None:

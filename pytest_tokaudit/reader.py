@@ -13,6 +13,7 @@ import io
 import os
 import re
 import zlib
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, Iterator
 
@@ -319,6 +320,17 @@ SKIPPED = object()
 """parse_line's answer for a record the `tokaudit_where` filter leaves out."""
 
 
+@dataclass(frozen=True, slots=True)
+class Rejected:
+    """parse_line's answer for a record that cannot be checked: why, and what of it could
+    still be read (its id, a str or int; its billed count, an int >= 0), so that its
+    spend and its id are not lost."""
+
+    findings: list[Finding] = field(default_factory=list)
+    record_id: Any = None
+    count: int | None = None
+
+
 def _type_name(value: Any) -> str:
     return "null" if value is None else type(value).__name__
 
@@ -362,8 +374,9 @@ def _fast_key(ids_field: tuple[str, ...], *other_fields: tuple[str, ...]) -> byt
 
 def parse_line(
     raw: bytes, line: int, contract: Contract, fast: bool = True
-) -> Record | Any | list[Finding]:
-    """One non-blank line -> Record, SKIPPED, or the findings that make it unusable."""
+) -> Record | Rejected | Any:
+    """One non-blank line -> Record, SKIPPED, or Rejected (the findings that make it
+    unusable, with the id and billed count if they could be read)."""
     key = fast and _fast_key(contract.ids_field, contract.where, contract.id_field, contract.count_field)
     cut = _fast_ids(raw, key) if key else None
     obj: Any = None
@@ -385,9 +398,9 @@ def parse_line(
         try:
             obj = orjson.loads(raw)
         except orjson.JSONDecodeError as exc:
-            return [Finding("json", _invalid_json(raw, exc), line)]
+            return Rejected([Finding("json", _invalid_json(raw, exc), line)])
         if type(obj) is not dict:
-            return [Finding("json", f"expected a JSON object, found {_type_name(obj)}", line)]
+            return Rejected([Finding("json", f"expected a JSON object, found {_type_name(obj)}", line)])
     if contract.where:
         flag = get_path(obj, contract.where)
         if flag is MISSING or not flag:
@@ -407,12 +420,14 @@ def parse_line(
             record_id = None
     count = get_path(obj, contract.count_field)
     count_name = ".".join(contract.count_field)
+    n_problems = len(problems)
     if count is MISSING:
         problems.append(f"missing field {count_name!r}")
     elif type(count) is not int:
         problems.append(f"{count_name} must be an integer, found {count!r} ({_type_name(count)})")
     elif count < 0:
         problems.append(f"{count_name} must be non-negative, found {count}")
+    count_ok = len(problems) == n_problems
     ids = None
     if cut is None:
         ids = get_path(obj, contract.ids_field)
@@ -424,7 +439,11 @@ def parse_line(
             if why:
                 problems.append(why)
     if problems:
-        return [Finding("schema", p, line, record_id) for p in problems]
+        return Rejected(
+            [Finding("schema", p, line, record_id) for p in problems],
+            record_id,
+            count if count_ok else None,
+        )
     if cut is None:
         return Record(line, obj, record_id, count, ids)
     return Record(line, obj, record_id, count, None, cut[2], cut[1], contract.ids_field[0])
