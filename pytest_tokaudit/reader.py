@@ -222,8 +222,13 @@ def _scan_plan(tokens: tuple[int, ...]) -> tuple[bytes | None, tuple[bytes, ...]
 # Most of a record is its ids array, and building a Python int per id is most of the cost of
 # parsing it. The fast path cuts the array out as bytes, proves with a few bigint operations
 # that it is a plain list of non-negative JSON integers, and lets orjson parse the rest with
-# a sentinel in its place. Anything unusual (spaces aside) returns None and the line takes
-# the plain path, which is the reference: both must give identical findings.
+# a sentinel in its place. It must read the object exactly as orjson reads the whole line
+# (a duplicate key: the last one wins), so it is only taken where the cut-out array can only
+# be the value of the one top-level key: the key's bytes occur once in the line, and no
+# \u escape of a printable ASCII character (the only way to spell the key differently)
+# occurs anywhere; the array holds only digits and commas, so both are looked for in the
+# rest of the line only. Anything unusual (spaces aside) returns None and the line takes the
+# plain path, which is the reference: both must give identical findings.
 
 _SENTINEL_JSON = b'"\\u0000tokaudit-ids"'
 _SENTINEL = "\x00tokaudit-ids"
@@ -283,6 +288,17 @@ def _count_valid_ids(csv: bytes | bytearray) -> int | None:
     return commas - 1
 
 
+def _ascii_escape(raw: bytes, start: int, end: int) -> bool:
+    """Whether raw[start:end] holds a \\u escape of a printable ASCII character (\\u0020 to
+    \\u007f): a key spelled with one may be the ids key. A false alarm costs time only."""
+    at = raw.find(b"\\u00", start, end)
+    while at >= 0:
+        if raw[at + 4 : at + 5] in (b"2", b"3", b"4", b"5", b"6", b"7"):
+            return True
+        at = raw.find(b"\\u00", at + 1, end)
+    return False
+
+
 def _fast_ids(raw: bytes, key: bytes) -> tuple[bytes, int, bytearray] | None:
     """(line with the array replaced by the sentinel, id count, ",1,2,3,") or None."""
     at = raw.find(key)
@@ -313,6 +329,10 @@ def _fast_ids(raw: bytes, key: bytes) -> tuple[bytes, int, bytearray] | None:
             return None  # invalid JSON, or not all ints to orjson: the plain path says which
     else:
         csv, count = bytearray(b","), 0
+    # Only digits, commas and spaces lie between i and end: the key, or an escape that
+    # spells it, can only be before or after them.
+    if raw.find(key, end + 1) >= 0 or _ascii_escape(raw, 0, at) or _ascii_escape(raw, end + 1, n):
+        return None  # a second spelling of the key (a duplicate, a nested one): plain path
     return raw[:i] + _SENTINEL_JSON + raw[end + 1 :], count, csv
 
 
@@ -386,14 +406,8 @@ def parse_line(
         except orjson.JSONDecodeError:
             cut = None
         else:
-            if (
-                type(obj) is not dict
-                or obj.get(contract.ids_field[0]) != _SENTINEL
-                or cut[0].count(b"tokaudit-ids") != 1
-            ):
-                # The key was found somewhere else (say, inside another key), or the data
-                # itself spells the placeholder: the plain path decides.
-                cut = None
+            if type(obj) is not dict or obj.get(contract.ids_field[0]) != _SENTINEL:
+                cut = None  # not a top-level key after all: the plain path decides
     if cut is None:
         try:
             obj = orjson.loads(raw)

@@ -61,6 +61,142 @@ def both(raw: bytes, contract: Contract = DEFAULT) -> Any:
     return fast
 
 
+# -- 1. the fast path reads the object as orjson does -------------------------------------------
+
+FORGED = [
+    # a duplicate key: the last one wins, and it holds the sentinel spelled with escapes
+    rb'{"sample_id":1,"completion_tokens":2,"output_ids":[1,2],"output_ids":"\u0000tokaudit\u002dids"}',
+    # the first key bytes are a nested object's
+    rb'{"sample_id":2,"completion_tokens":2,"meta":{"output_ids":[1,2]},"output_ids":"\u0000tokaudit\u002dids"}',
+    # the first key bytes end another key; the real key is spelled with an escape
+    rb'{"sample_id":3,"completion_tokens":2,"a\"output_ids":[1,2],"output\u005fids":"\u0000tokaudit\u002dids"}',
+    rb'{"sample_id":4,"completion_tokens":2,"a\"output_ids":[1,2],"output_ids":"\u0000tokaudit\u002Dids"}',
+    # the one plain key is a duplicate of an escaped spelling before and after it
+    rb'{"sample_id":5,"completion_tokens":2,"\u006futput_ids":"x","output_ids":[1,2],"output_id\u0073":"\u0000\u0074okaudit-ids"}',
+    # the sentinel as the data spells it, for a key that is only nested
+    rb'{"sample_id":6,"completion_tokens":2,"meta":{"output_ids":[1,2]},"output\u005Fids":"\u0000tokaudit-ids"}',
+]
+
+
+@pytest.mark.parametrize("raw", FORGED, ids=range(1, len(FORGED) + 1))
+def test_forged_or_duplicate_ids_keys_get_the_plain_paths_verdict(raw):
+    assert messages(both(raw)) == ["output_ids must be a list of token ids, found str"]
+    assert type(orjson.loads(raw)["output_ids"]) is str  # what orjson reads, the last key
+
+
+def test_duplicate_ids_key_with_a_list_reads_the_last_list():
+    raw = b'{"sample_id":1,"completion_tokens":3,"output_ids":[9,9,9,9],"output_ids":[1,2,3]}'
+    record = both(raw)
+    assert (record.n_ids, record.ids, record.data["output_ids"]) == (3, [1, 2, 3], [1, 2, 3])
+
+
+def test_ordinary_lines_keep_the_fast_path():
+    """Escapes that cannot spell the key (\\n, \\", \\u00e9, CJK, control characters) do not
+    send a line to the plain path; the fast path keeps the ids as bytes."""
+    text = 'caf\u00e9 "quoted" \\ back\nslash \u4e2d\u6587 \x1b'
+    for dumps in (json.dumps, lambda o: orjson.dumps(o).decode()):
+        raw = dumps({"sample_id": 1, "text": text, "completion_tokens": 3,
+                     "output_ids": [5, 6, 7], "meta": {"note": "see output_ids"}}).encode()
+        record = parse_line(raw, 1, DEFAULT)
+        assert record._ids is None, raw  # (until a check asks for the list)
+        both(raw)
+        assert record.data == orjson.loads(raw)
+
+
+KEY_CHARS = "output_ids"
+
+
+@st.composite
+def key_spellings(draw) -> str:
+    """The ids key as written: plain, with some characters escaped (any hex case), or text
+    that contains the key's bytes without being it."""
+    kind = draw(st.sampled_from(["plain", "plain", "escaped", "near"]))
+    if kind == "plain":
+        return '"output_ids"'
+    if kind == "escaped":
+        out = ""
+        for c in KEY_CHARS:
+            if draw(st.booleans()):
+                hexa = f"{ord(c):04x}"
+                out += "\\u" + (hexa.upper() if draw(st.booleans()) else hexa)
+            else:
+                out += c
+        return f'"{out}"'
+    return draw(st.sampled_from([
+        r'"a\"output_ids"', r'"output_ids\""', '"xoutput_ids"', '"output_idsx"', '"output_ids "',
+        r'"\\output_ids"', r'"output_ids\u0000"',
+    ]))
+
+
+sentinels = st.sampled_from([
+    r'"\u0000tokaudit-ids"', r'"\u0000tokaudit\u002dids"', r'"\u0000tokaudit\u002Dids"',
+    r'"\\u0000tokaudit-ids"', '"tokaudit-ids"', r'"\u0000\u0074okaudit-ids"',
+])
+id_arrays = st.one_of(
+    st.lists(st.integers(0, 200_000), max_size=6).map(lambda v: json.dumps(v, separators=(",", ":"))),
+    st.lists(st.integers(0, 9), max_size=6).map(json.dumps),
+    st.sampled_from(["[]", "[ ]", "[1,,2]", "[01]", "[1.0]", "[-1]", "[18446744073709551616]",
+                     "[1 2]", '["1"]', "[[1]]", "[1,[2]]"]),
+)
+ws = st.sampled_from(["", "", " ", "\t", "\n", "\r", "\r\n", "  "])
+odd_ws = st.sampled_from(["\x0b", "\x0c", "\u00a0", "\x1c"])  # not JSON white space
+
+
+@st.composite
+def values(draw, depth: int = 0) -> str:
+    options = ["ids", "ids", "sentinel", "text", "scalar"] + (["object"] if depth < 2 else [])
+    kind = draw(st.sampled_from(options))
+    if kind == "ids":
+        return draw(id_arrays)
+    if kind == "sentinel":
+        return draw(sentinels)
+    if kind == "text":
+        return json.dumps(draw(st.sampled_from(
+            ["output_ids", '"output_ids": [1]', "\\u0000tokaudit-ids", "\x00tokaudit-ids", "x"])))
+    if kind == "scalar":
+        return draw(st.sampled_from(["null", "0", "3", "true", "1e400", "-0", "2.5"]))
+    items = draw(st.lists(st.tuples(key_spellings(), values(depth + 1)), max_size=3))
+    return "{" + ",".join(f"{k}:{v}" for k, v in items) + "}"
+
+
+@st.composite
+def hostile_lines(draw) -> bytes:
+    pairs = [('"sample_id"', draw(st.sampled_from(["1", '"s"', "18446744073709551616", "null"]))),
+             ('"completion_tokens"', draw(st.sampled_from(["3", "0", "2.0", '"3"', "-1"])))]
+    pairs += draw(st.lists(st.tuples(key_spellings(), values()), min_size=1, max_size=4))
+    pairs = draw(st.permutations(pairs))
+    text = "{"
+    for i, (k, v) in enumerate(pairs):
+        sep = draw(ws) if draw(st.integers(0, 19)) else draw(odd_ws)
+        text += ("," if i else "") + draw(ws) + k + sep + ":" + draw(ws) + v + draw(ws)
+    text += "}"
+    return text.encode()
+
+
+@FUZZ
+@given(raw=hostile_lines(), which=st.sampled_from(["default", "where", "no-id"]))
+@example(raw=FORGED[0], which="default")
+@example(raw=FORGED[2], which="default")
+@example(raw=b'{"sample_id":1,"completion_tokens":3,"output_ids":[1,2,3]}', which="default")
+def test_fast_path_agrees_with_plain_path_and_orjson_on_hostile_keys(raw, which):
+    contract = CONTRACTS[which]
+    fast = both(raw, contract)
+    try:
+        whole = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        whole = None
+    if type(fast) is Record:
+        # orjson's reading of the whole object: the last duplicate key wins.
+        assert type(whole) is dict
+        assert fast.data == whole
+        assert fast.ids == whole["output_ids"]
+        assert fast.n_ids == len(whole["output_ids"])
+    elif type(whole) is dict and fast is not SKIPPED:
+        ids = whole.get("output_ids")
+        if not (type(ids) is list and all(type(v) is int and v >= 0 for v in ids)):
+            assert any("output_ids" in m for m in messages(fast)), (raw, fast)
+
+
 # -- 8. spend of records that cannot be checked is kept -----------------------------------------
 
 def test_billed_count_and_id_of_unusable_records_are_kept(tmp_path):
