@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import gzip
 import io
+import json
 import os
 import re
 import zlib
@@ -351,34 +352,177 @@ class Rejected:
     count: int | None = None
 
 
+# orjson's integer range; a value outside it cannot be kept as an int in a report either.
+U64_MAX = 2**64 - 1
+I64_MIN = -(2**63)
+PREVIEW = 80  # characters of a value shown in a finding
+
+
+class _BigInt:
+    """An integer literal too long for int() (Python caps it at 4,300 digits)."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def __repr__(self) -> str:
+        return self.text
+
+    def __eq__(self, other: Any) -> bool:
+        return type(other) is _BigInt and other.text == self.text
+
+    def __hash__(self) -> int:
+        return hash(self.text)
+
+
+class _Invalid(Exception):
+    """A line that is not valid JSON after all; the message is the finding's."""
+
+
 def _type_name(value: Any) -> str:
-    return "null" if value is None else type(value).__name__
+    if value is None:
+        return "null"
+    return "int" if type(value) is _BigInt else type(value).__name__
+
+
+def _is_int(value: Any) -> bool:
+    return type(value) is int or type(value) is _BigInt
+
+
+def _cut(text: str, total: int, unit: str) -> str:
+    if len(text) <= PREVIEW:
+        return text
+    return f"{text[:PREVIEW]}... ({total:,} {unit})"
+
+
+def _number(value: int | _BigInt) -> str:
+    """An integer's digits as in the line, cut to a preview."""
+    try:
+        text = value.text if type(value) is _BigInt else str(value)
+    except ValueError:  # over sys.get_int_max_str_digits()
+        return f"<an integer of {value.bit_length():,} bits>"
+    return _cut(text, len(text.lstrip("-")), "digits")
+
+
+def preview(value: Any) -> str:
+    """repr(value) cut to PREVIEW characters, with the full length: a finding must not
+    carry a 5 MB string."""
+    if _is_int(value):
+        return _number(value)
+    text = repr(value)
+    return _cut(text, len(value) if type(value) is str else len(text), "chars")
+
+
+def _out_of_range(value: int | _BigInt) -> str | None:
+    """' is out of range (...)' for an integer orjson cannot hold, else None."""
+    if type(value) is _BigInt:
+        side = "under -2**63" if value.text.startswith("-") else "over 2**64-1"
+    elif value > U64_MAX:
+        side = "over 2**64-1"
+    elif value < I64_MIN:
+        side = "under -2**63"
+    else:
+        return None
+    return f" is out of range ({side})"
 
 
 def _invalid_json(raw: bytes, exc: orjson.JSONDecodeError) -> str:
     try:
         raw.decode("utf-8")
     except UnicodeDecodeError as err:
-        return f"invalid UTF-8 at byte {err.start + 1}: {raw[err.start:err.start + 4]!r}"
+        return _invalid_utf8(raw, err)
     if exc.msg.startswith("UTF-8 byte order mark"):
         return "invalid JSON: line starts with a UTF-8 byte order mark"
     return f"invalid JSON: {exc.msg} at column {exc.colno}"
 
 
+def _invalid_utf8(raw: bytes, err: UnicodeDecodeError) -> str:
+    return f"invalid UTF-8 at byte {err.start + 1}: {raw[err.start:err.start + 4]!r}"
+
+
+# -- numbers past orjson's range: the stdlib json module reads them exactly -------------------
+
+def _exact_int(text: str) -> int | _BigInt:
+    try:
+        return int(text)
+    except ValueError:  # over sys.get_int_max_str_digits()
+        return _BigInt(text)
+
+
+def _no_constant(name: str) -> Any:
+    raise _Invalid(f"invalid JSON: {name} is not a JSON value")
+
+
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]").search
+
+
+def _lone_surrogate(obj: Any) -> bool:
+    """Whether a string (key or value) holds a lone UTF-16 surrogate."""
+    stack = [obj]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is str:
+            if not item.isascii():
+                try:
+                    item.encode("utf-8")
+                except UnicodeEncodeError:
+                    return True
+        elif kind is dict:
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif kind is list:
+            stack.extend(item)
+    return False
+
+
+def _load_exact(raw: bytes) -> Any:
+    """The line as JSON with integers exact and out-of-range floats as +-inf (orjson turns
+    integers past 64 bits into floats and rejects 1e400, both valid JSON). Only what orjson
+    rejects besides is rejected: NaN/Infinity, lone surrogates. Raises _Invalid."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise _Invalid(_invalid_utf8(raw, err)) from None
+    try:
+        obj = json.loads(text, parse_int=_exact_int, parse_constant=_no_constant)
+    except json.JSONDecodeError as exc:
+        raise _Invalid(f"invalid JSON: {exc.msg} at column {exc.colno}") from None
+    except RecursionError:
+        raise _Invalid("invalid JSON: nested too deeply") from None
+    if _SURROGATE_ESCAPE(raw) and _lone_surrogate(obj):
+        raise _Invalid("invalid JSON: a string holds a lone surrogate (\\ud800-\\udfff)")
+    return obj
+
+
+def _load(raw: bytes) -> Any:
+    """orjson's reading of the line; the stdlib's where orjson rejects a valid number."""
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        if exc.msg.startswith("number is infinity"):  # 1e400: valid JSON, past a double
+            return _load_exact(raw)
+        raise _Invalid(_invalid_json(raw, exc)) from None
+
+
 def check_ids(ids: Any, name: str) -> str | None:
-    """Why `ids` is not a list of non-negative ints, or None."""
+    """Why `ids` is not a list of token ids (ints from 0 to 2**64-1), or None."""
     if type(ids) is not list:
         return f"{name} must be a list of token ids, found {_type_name(ids)}"
     if not ids:
         return None
     types = set(map(type, ids))
-    if types == {int} and min(ids) >= 0:
+    if types == {int} and min(ids) >= 0 and max(ids) <= U64_MAX:
         return None
     for i, value in enumerate(ids):
-        if type(value) is not int:
-            return f"{name}[{i}] must be an integer token id, found {value!r} ({_type_name(value)})"
-        if value < 0:
-            return f"{name}[{i}] must be a non-negative token id, found {value}"
+        if not _is_int(value):
+            return (f"{name}[{i}] must be an integer token id, "
+                    f"found {preview(value)} ({_type_name(value)})")
+        if type(value) is int and value < 0 or type(value) is _BigInt and value.text[0] == "-":
+            return f"{name}[{i}] must be a non-negative token id, found {_number(value)}"
+        if _out_of_range(value):
+            return f"{name}[{i}] {_number(value)}{_out_of_range(value)}"
     return None  # unreachable: one of the branches above matched
 
 
@@ -410,40 +554,70 @@ def parse_line(
                 cut = None  # not a top-level key after all: the plain path decides
     if cut is None:
         try:
-            obj = orjson.loads(raw)
-        except orjson.JSONDecodeError as exc:
-            return Rejected([Finding("json", _invalid_json(raw, exc), line)])
+            obj = _load(raw)
+        except _Invalid as exc:
+            return Rejected([Finding("json", str(exc), line)])
         if type(obj) is not dict:
             return Rejected([Finding("json", f"expected a JSON object, found {_type_name(obj)}", line)])
     if contract.where:
         flag = get_path(obj, contract.where)
         if flag is MISSING or not flag:
             return SKIPPED
-    record_id = None
+    problems, record_id, count, ids = _schema(obj, contract, cut is None)
+    if problems and _floats(obj, contract):
+        # Maybe an integer past 64 bits, which orjson reads as a float: read it exactly.
+        try:
+            obj = _load_exact(raw)
+        except _Invalid as exc:  # only nesting orjson allows and the stdlib does not
+            return Rejected([Finding("json", str(exc), line)])
+        cut = None
+        problems, record_id, count, ids = _schema(obj, contract, True)
+    if problems:
+        return Rejected([Finding("schema", p, line, record_id) for p in problems], record_id, count)
+    if cut is None:
+        return Record(line, obj, record_id, count, ids)
+    return Record(line, obj, record_id, count, None, cut[2], cut[1], contract.ids_field[0])
+
+
+def _floats(obj: dict, contract: Contract) -> bool:
+    """Whether a field the contract reads holds a float (or a list of ids one)."""
+    values = [get_path(obj, f) for f in (contract.id_field, contract.count_field) if f]
+    ids = get_path(obj, contract.ids_field)
+    if type(ids) is list:
+        values += ids
+    return any(type(v) is float for v in values)
+
+
+def _schema(obj: dict, contract: Contract, with_ids: bool) -> tuple[list[str], Any, Any, Any]:
+    """(problems, the id if valid, the billed count if valid, the ids) of a parsed record."""
     problems = []
+    record_id = None
     if contract.id_field:
         record_id = get_path(obj, contract.id_field)
+        id_name = ".".join(contract.id_field)
         if record_id is MISSING:
-            record_id = None
-            problems.append(f"missing field {'.'.join(contract.id_field)!r}")
-        elif type(record_id) not in (str, int):
-            problems.append(
-                f"{'.'.join(contract.id_field)} must be a string or integer, "
-                f"found {_type_name(record_id)}"
-            )
+            problems.append(f"missing field {id_name!r}")
+        elif type(record_id) is not str and not _is_int(record_id):
+            problems.append(f"{id_name} must be a string or integer, found {_type_name(record_id)}")
+        elif type(record_id) is not str and _out_of_range(record_id):
+            problems.append(f"{id_name} {_number(record_id)}{_out_of_range(record_id)}")
+        if problems:
             record_id = None
     count = get_path(obj, contract.count_field)
     count_name = ".".join(contract.count_field)
     n_problems = len(problems)
     if count is MISSING:
         problems.append(f"missing field {count_name!r}")
-    elif type(count) is not int:
-        problems.append(f"{count_name} must be an integer, found {count!r} ({_type_name(count)})")
-    elif count < 0:
-        problems.append(f"{count_name} must be non-negative, found {count}")
-    count_ok = len(problems) == n_problems
+    elif not _is_int(count):
+        problems.append(f"{count_name} must be an integer, found {preview(count)} ({_type_name(count)})")
+    elif type(count) is int and count < 0 or type(count) is _BigInt and count.text[0] == "-":
+        problems.append(f"{count_name} must be non-negative, found {_number(count)}")
+    elif _out_of_range(count):
+        problems.append(f"{count_name} {_number(count)}{_out_of_range(count)}")
+    if len(problems) > n_problems:
+        count = None
     ids = None
-    if cut is None:
+    if with_ids:
         ids = get_path(obj, contract.ids_field)
         ids_name = ".".join(contract.ids_field)
         if ids is MISSING:
@@ -452,12 +626,4 @@ def parse_line(
             why = check_ids(ids, ids_name)
             if why:
                 problems.append(why)
-    if problems:
-        return Rejected(
-            [Finding("schema", p, line, record_id) for p in problems],
-            record_id,
-            count if count_ok else None,
-        )
-    if cut is None:
-        return Record(line, obj, record_id, count, ids)
-    return Record(line, obj, record_id, count, None, cut[2], cut[1], contract.ids_field[0])
+    return problems, record_id, count, ids

@@ -197,6 +197,86 @@ def test_fast_path_agrees_with_plain_path_and_orjson_on_hostile_keys(raw, which)
             assert any("output_ids" in m for m in messages(fast)), (raw, fast)
 
 
+# -- 4. numbers valid in JSON but past orjson's range --------------------------------------------
+
+def test_out_of_range_float_in_an_unrelated_field_is_fine():
+    raw = b'{"sample_id":"a","completion_tokens":3,"output_ids":[1,2,3],"logprob":1e400,"x":-1e999}'
+    record = both(raw)
+    assert type(record) is Record
+    assert (record.id, record.count, record.ids) == ("a", 3, [1, 2, 3])
+    assert record.data["logprob"] == float("inf") and record.data["x"] == float("-inf")
+
+
+def test_huge_integer_in_an_unrelated_field_is_fine():
+    raw = b'{"sample_id":"a","completion_tokens":3,"output_ids":[1,2,3],"seed":' + b"7" * 5000 + b"}"
+    record = both(raw)
+    assert type(record) is Record and record.ids == [1, 2, 3]
+
+
+@pytest.mark.parametrize(("fields", "message"), [
+    ('"sample_id":18446744073709551616,"completion_tokens":2,"output_ids":[1,2]',
+     "sample_id 18446744073709551616 is out of range (over 2**64-1)"),
+    ('"sample_id":-9223372036854775809,"completion_tokens":2,"output_ids":[1,2]',
+     "sample_id -9223372036854775809 is out of range (under -2**63)"),
+    ('"sample_id":"a","completion_tokens":18446744073709551616,"output_ids":[1,2]',
+     "completion_tokens 18446744073709551616 is out of range (over 2**64-1)"),
+    ('"sample_id":"a","completion_tokens":-18446744073709551616,"output_ids":[1,2]',
+     "completion_tokens must be non-negative, found -18446744073709551616"),
+    ('"sample_id":"a","completion_tokens":2,"output_ids":[1,18446744073709551616]',
+     "output_ids[1] 18446744073709551616 is out of range (over 2**64-1)"),
+    ('"sample_id":"a","completion_tokens":1e400,"output_ids":[1,2]',
+     "completion_tokens must be an integer, found inf (float)"),
+    ('"sample_id":"a","completion_tokens":2.0,"output_ids":[1,2]',
+     "completion_tokens must be an integer, found 2.0 (float)"),
+    ('"sample_id":"a","completion_tokens":2,"output_ids":[1,2e400]',
+     "output_ids[1] must be an integer token id, found inf (float)"),
+])
+def test_numbers_past_64_bits_are_named_exactly(fields, message):
+    assert messages(both(b"{" + fields.encode() + b"}")) == [message]
+
+
+def test_highest_in_range_values_are_fine():
+    raw = b'{"sample_id":18446744073709551615,"completion_tokens":18446744073709551615,"output_ids":[18446744073709551615]}'
+    record = both(raw)
+    assert (record.id, record.count, record.ids) == (2**64 - 1, 2**64 - 1, [2**64 - 1])
+
+
+def test_a_5000_digit_count_is_shown_cut():
+    raw = b'{"sample_id":"a","completion_tokens":' + b"9" * 5000 + b',"output_ids":[1]}'
+    (message,) = messages(both(raw))
+    assert message == f"completion_tokens {'9' * 80}... (5,000 digits) is out of range (over 2**64-1)"
+
+
+@pytest.mark.parametrize(("raw", "message"), [
+    (b'{"a":1e400,"b":NaN}', "invalid JSON: NaN is not a JSON value"),
+    (b'{"a":1e400,"b":"\\ud800"}', "invalid JSON: a string holds a lone surrogate (\\ud800-\\udfff)"),
+    (b'{"a":1e400,"b":[1,]}', "invalid JSON: Expecting value at column 19"),
+    (b'{"a":1e400,"b":"\xff"}', "invalid UTF-8 at byte 17: b'\\xff\"}'"),
+])
+def test_a_big_number_does_not_make_invalid_json_valid(raw, message):
+    assert messages(both(raw)) == [message]
+
+
+# -- 7. findings show a preview of a bad value, not the value -----------------------------------
+
+def test_findings_cut_long_values(tmp_path):
+    big = "x" * 5_000_000
+    path = tmp_path / "big.jsonl"
+    path.write_bytes(jsonl_bytes([
+        {"sample_id": "a", "completion_tokens": big, "output_ids": [1]},
+        {"sample_id": "b", "completion_tokens": 1, "output_ids": [big]},
+        {"sample_id": "c", "completion_tokens": [1] * 1_000_000, "output_ids": [1]},
+    ]))
+    summary = run_audit(path, DEFAULT, Spy())
+    shown = [f.message for f in summary.shown]
+    assert shown == [
+        f"completion_tokens must be an integer, found '{'x' * 79}... (5,000,000 chars) (str)",
+        f"output_ids[0] must be an integer token id, found '{'x' * 79}... (5,000,000 chars) (str)",
+        f"completion_tokens must be an integer, found {('[' + '1, ' * 30)[:80]}... (3,000,000 chars) (list)",
+    ]
+    assert len(summary.to_json()) < 5000
+
+
 # -- 8. spend of records that cannot be checked is kept -----------------------------------------
 
 def test_billed_count_and_id_of_unusable_records_are_kept(tmp_path):
