@@ -3,13 +3,17 @@
 Everything that can be wrong with a line becomes a Finding; nothing here raises for bad
 data. A compressed stream that ends early or is corrupt raises ReadError, which the audit
 turns into a file-level finding after auditing every line read before it.
+
+Files are read in chunks of at most BUFFER bytes (a zstd frame inflates in steps of at
+most ZSTD_FEED compressed bytes), so memory stays bounded whatever is in the file: a line
+over the contract's `max_line_bytes` is counted and skipped, never held, and runs of blank
+lines are counted with bytes.count, not a Python step per line.
 """
 
 from __future__ import annotations
 
 import functools
 import gzip
-import io
 import json
 import os
 import re
@@ -25,98 +29,260 @@ from .findings import Finding
 
 BUFFER = 1 << 20
 COMPRESSED = (".gz", ".zst")
+MAX_LINE_BYTES = 64 << 20  # default for a contract without max_line_bytes
+# Compressed bytes handed to zstd per call. A zstd block can inflate ~32,000 times (a run
+# of one byte), so this bounds one call's output to ~32 MiB; ordinary JSONL is not slower.
+ZSTD_FEED = 1 << 10
+# A git-lfs pointer file (the data was never pulled) starts with this line.
+LFS_POINTER = b"version https://git-lfs.github.com/spec/v1"
+JSON_WS = b" \t\r\n"  # the only white space JSON has; \x0b, \x0c & co. are invalid JSON
 
 
 class ReadError(Exception):
     """The file cannot be read further (corrupt or truncated compressed data)."""
 
 
+class LfsPointer(ReadError):
+    """The file is a git-lfs pointer: the data itself was never pulled."""
+
+    def __init__(self) -> None:
+        super().__init__("git-lfs pointer, data not pulled: run git lfs pull")
+
+
 def is_compressed(path: Path) -> bool:
     return path.name.endswith(COMPRESSED)
 
 
-class _ZstdRaw(io.RawIOBase):
-    """A zstd stream that, unlike zstandard's stream_reader, notices truncation."""
+def max_line_bytes(contract: Contract) -> int:
+    """The contract's line length limit (a contract key may provide it later)."""
+    return getattr(contract, "max_line_bytes", MAX_LINE_BYTES)
 
-    def __init__(self, fh: BinaryIO):
+
+def _check_lfs(fh: BinaryIO) -> None:
+    """Raise LfsPointer if the raw file is a git-lfs pointer; leaves fh at offset 0."""
+    head = fh.read(len(LFS_POINTER) + 2)
+    fh.seek(0)
+    if head.split(b"\n", 1)[0].removesuffix(b"\r") == LFS_POINTER:
+        raise LfsPointer()
+
+
+def _zstd_chunks(fh: BinaryIO, size: int) -> Iterator[bytes]:
+    """Decompressed data of back-to-back zstd frames; notices truncation and corruption.
+
+    Whatever inflated before an error is yielded first, so the lines of a good frame
+    followed by garbage or a corrupt frame are still audited.
+    """
+    try:
         import zstandard
+    except ImportError:
+        raise ReadError(
+            "reading .zst files needs the zstandard package: pip install 'pytest-tokaudit[zstd]'"
+        ) from None
+    new = zstandard.ZstdDecompressor().decompressobj
+    obj = None  # None between frames
+    out: list[bytes] = []
+    held = 0
+    while block := fh.read(BUFFER):
+        for at in range(0, len(block), ZSTD_FEED):
+            data = block[at : at + ZSTD_FEED]
+            while data:
+                if obj is None:
+                    obj = new()
+                try:
+                    piece = obj.decompress(data)
+                except zstandard.ZstdError as exc:
+                    if out:
+                        yield b"".join(out)
+                    raise ReadError(f"corrupt zstd data: {exc}") from None
+                data = b""
+                if obj.eof:  # a file may hold several frames back to back
+                    data, obj = obj.unused_data, None
+                if piece:
+                    out.append(piece)
+                    held += len(piece)
+            if held >= size:
+                yield b"".join(out)
+                out, held = [], 0
+    if out:
+        yield b"".join(out)
+    if obj is not None:
+        raise EOFError("compressed data ends before the end of the zstd frame")
 
-        self._fh = fh
-        self._new = zstandard.ZstdDecompressor().decompressobj
-        self._obj = self._new()
-        self._error = zstandard.ZstdError
-        self._pending = b""
-        self._started = False
 
-    def readable(self) -> bool:
-        return True
+def _chunks(path: Path, start: int = 0, size: int = BUFFER) -> Iterator[bytes]:
+    """The file's (decompressed) bytes in chunks of about `size`; from `start` - 1 if given.
 
-    def readinto(self, buf) -> int:
-        while not self._pending:
-            chunk = self._fh.read(BUFFER)
-            if not chunk:
-                if self._started and not self._obj.eof:
-                    raise EOFError("compressed data ends before the end of the zstd frame")
-                return 0
-            self._started = True
-            try:
-                self._pending = self._obj.decompress(chunk)
-                # A file may hold several frames back to back.
-                while self._obj.eof and self._obj.unused_data:
-                    rest = self._obj.unused_data
-                    self._obj = self._new()
-                    self._pending += self._obj.decompress(rest)
-            except self._error as exc:
-                raise ReadError(f"corrupt zstd data: {exc}") from None
-        n = min(len(buf), len(self._pending))
-        buf[:n] = self._pending[:n]
-        self._pending = self._pending[n:]
-        return n
-
-
-def open_binary(path: Path) -> BinaryIO:
-    """Open for line iteration; raises ReadError if a codec is unavailable."""
-    name = path.name
-    if name.endswith(".gz"):
-        return gzip.open(path, "rb")
-    if name.endswith(".zst"):
+    Raises ReadError for a file that cannot be opened or read, LfsPointer for a git-lfs
+    pointer (checked on the raw bytes, so a pointer named .gz is one too).
+    """
+    try:
+        fh = open(path, "rb", buffering=BUFFER)
+    except OSError as exc:
+        raise ReadError(f"cannot open: {exc.strerror or exc}") from None
+    with fh:
         try:
-            import zstandard  # noqa: F401
-        except ImportError:
-            raise ReadError(
-                "reading .zst files needs the zstandard package: "
-                "pip install 'pytest-tokaudit[zstd]'"
-            ) from None
-        return io.BufferedReader(_ZstdRaw(open(path, "rb")), BUFFER)
-    return open(path, "rb", buffering=BUFFER)
+            if not start:
+                _check_lfs(fh)
+            name = path.name
+            if name.endswith(".gz"):
+                with gzip.GzipFile(fileobj=fh) as gz:
+                    # read1: what one step inflated, so the data before an error is kept
+                    while chunk := gz.read1(size):
+                        yield chunk
+            elif name.endswith(".zst"):
+                yield from _zstd_chunks(fh, size)
+            else:
+                if start:
+                    fh.seek(start - 1)
+                while chunk := fh.read(size):
+                    yield chunk
+        except EOFError as exc:
+            raise ReadError(f"truncated compressed file: {exc}") from None
+        except (OSError, zlib.error) as exc:  # gzip.BadGzipFile is an OSError
+            raise ReadError(f"corrupt or unreadable file: {exc}") from None
+
+
+_WS_RUN = re.compile(rb"[ \t\r\n]*").match
+
+
+class Lines:
+    """The non-blank lines of a file, or of those starting in the byte range [start, end).
+
+    Iterating gives (line number, body) with the body stripped of JSON white space, or
+    (line number, size in bytes) for a line longer than `max_line`, which is read past
+    without being kept. `lines` and `blank` count physical and blank lines as it goes
+    (exact when a ReadError stops it: a line cut short by the error is not counted).
+    Byte ranges are for uncompressed files: a line belongs to the range its first byte
+    is in. Line numbers are relative to the range (1 = its first line).
+    """
+
+    def __init__(self, path: Path, start: int = 0, end: int | None = None,
+                 max_line: int = MAX_LINE_BYTES, chunk: int = BUFFER):
+        self.path, self.start, self.end = path, start, end
+        self.max_line, self.chunk = max_line, chunk
+        self.lines = 0
+        self.blank = 0
+
+    def __iter__(self) -> Iterator[tuple[int, bytes | int]]:
+        end, max_line, ws_run = self.end, self.max_line, _WS_RUN
+        chunks = _chunks(self.path, self.start, self.chunk)
+        base = 0  # file offset of chunk[0]
+        skip = 0  # where the first line starts in the first chunk
+        if self.start:
+            base = self.start - 1
+            for first in chunks:  # the line straddling `start` belongs to the range before
+                skip = first.find(b"\n") + 1
+                if skip:
+                    break
+                base += len(first)
+            else:
+                return
+            chunks = _chain(first, chunks)
+        line = 0
+        # The current line: `lead` bytes of white space (counted, not kept), then `held`
+        # bytes kept in `parts` from its first other byte on (`started`); `over` once it
+        # is past max_line (nothing more is kept).
+        lead = held = 0
+        parts: list[bytes] = []
+        started = over = False
+        for chunk in chunks:
+            n = len(chunk)
+            pos, skip = skip, 0
+            while pos < n:
+                if not started:
+                    if not lead and end is not None and base + pos >= end:
+                        return  # the next line starts in the next range
+                    if chunk[pos] in JSON_WS:
+                        white = ws_run(chunk, pos).end()
+                        last = chunk.rfind(b"\n", pos, white)
+                        if last >= 0:  # blank lines: counted in bulk, however many
+                            if end is not None and base + last >= end:
+                                # only those starting before `end` (the first one does)
+                                k = 1 + chunk.count(b"\n", pos, max(pos, end - base - 1))
+                                line += k
+                                self.lines, self.blank = line, self.blank + k
+                                return
+                            k = chunk.count(b"\n", pos, last + 1)
+                            line += k
+                            self.lines, self.blank = line, self.blank + k
+                            lead, pos = 0, last + 1
+                            continue
+                        lead += white - pos
+                        pos = white
+                        if pos == n:
+                            break
+                    started = True
+                nl = chunk.find(b"\n", pos)
+                if nl < 0:  # the line goes on in the next chunk
+                    if not over:
+                        if lead + held + n - pos > max_line:
+                            over, parts = True, []
+                        else:
+                            parts.append(chunk[pos:] if pos else chunk)
+                    held += n - pos
+                    break
+                line += 1
+                self.lines = line
+                size = lead + held + nl - pos
+                if over or size > max_line:
+                    yield line, size
+                else:
+                    body = chunk[pos:nl]
+                    if parts:
+                        parts.append(body)
+                        body = b"".join(parts)
+                    yield line, body.rstrip(JSON_WS)
+                lead = held = 0
+                parts = []
+                started = over = False
+                pos = nl + 1
+            base += n
+        if started:  # the last line has no newline
+            line += 1
+            self.lines = line
+            size = lead + held
+            yield (line, size) if over or size > max_line else (line, b"".join(parts).rstrip(JSON_WS))
+        elif lead:
+            line += 1
+            self.lines, self.blank = line, self.blank + 1
+
+
+def _chain(first: bytes, rest: Iterator[bytes]) -> Iterator[bytes]:
+    yield first
+    yield from rest
 
 
 def iter_lines(path: Path, start: int = 0, end: int | None = None) -> Iterator[bytes]:
     """Raw lines (with their endings) of the whole file, or of those starting in [start, end).
 
-    Byte ranges are for uncompressed files: a line belongs to the range its first byte is in.
+    A plain reference for tests and tools: it keeps each line whole, blank or not. The
+    audit reads with Lines.
     """
-    try:
-        fh = open_binary(path)
-    except OSError as exc:
-        raise ReadError(f"cannot open: {exc.strerror or exc}") from None
-    with fh:
-        try:
-            if start:
-                fh.seek(start - 1)
-                if fh.read(1) != b"\n":
-                    fh.readline()  # the line straddling `start` belongs to the range before
-            pos = fh.tell() if end is not None else 0
-            for raw in fh:
-                if end is not None:
-                    if pos >= end:
-                        return
-                    pos += len(raw)
-                yield raw
-        except EOFError as exc:
-            raise ReadError(f"truncated compressed file: {exc}") from None
-        except (OSError, zlib.error) as exc:  # gzip.BadGzipFile is an OSError
-            raise ReadError(f"corrupt or unreadable file: {exc}") from None
+    pending = bytearray()
+    offset = start - 1 if start else 0  # file offset of pending[0]
+    skipping = bool(start)  # the line straddling `start` belongs to the range before
+    for chunk in _chunks(path, start):
+        pending += chunk
+        at = 0
+        if skipping:
+            at = pending.find(b"\n") + 1
+            if not at:
+                offset += len(pending)
+                pending.clear()
+                continue
+            skipping = False
+        while end is None or offset + at < end:
+            nl = pending.find(b"\n", at)
+            if nl < 0:
+                break
+            yield bytes(pending[at : nl + 1])
+            at = nl + 1
+        else:
+            return
+        offset += at
+        del pending[:at]
+    if pending and not skipping and (end is None or offset < end):
+        yield bytes(pending)
 
 
 def get_path(obj: Any, path: tuple[str, ...]) -> Any:
