@@ -760,27 +760,13 @@ def _schema(obj: dict, contract: Contract, with_ids: bool) -> tuple[list[str], A
     record_id = None
     if contract.id_field:
         record_id = get_path(obj, contract.id_field)
-        id_name = ".".join(contract.id_field)
-        if record_id is MISSING:
-            problems.append(f"missing field {id_name!r}")
-        elif type(record_id) is not str and not _is_int(record_id):
-            problems.append(f"{id_name} must be a string or integer, found {_type_name(record_id)}")
-        elif type(record_id) is not str and _out_of_range(record_id):
-            problems.append(f"{id_name} {_number(record_id)}{_out_of_range(record_id)}")
-        if problems:
+        kind = type(record_id)
+        if kind is not str and not (kind is int and I64_MIN <= record_id <= U64_MAX):
+            problems.append(_id_problem(record_id, ".".join(contract.id_field)))
             record_id = None
     count = get_path(obj, contract.count_field)
-    count_name = ".".join(contract.count_field)
-    n_problems = len(problems)
-    if count is MISSING:
-        problems.append(f"missing field {count_name!r}")
-    elif not _is_int(count):
-        problems.append(f"{count_name} must be an integer, found {preview(count)} ({_type_name(count)})")
-    elif type(count) is int and count < 0 or type(count) is _BigInt and count.text[0] == "-":
-        problems.append(f"{count_name} must be non-negative, found {_number(count)}")
-    elif _out_of_range(count):
-        problems.append(f"{count_name} {_number(count)}{_out_of_range(count)}")
-    if len(problems) > n_problems:
+    if not (type(count) is int and 0 <= count <= U64_MAX):
+        problems.append(_count_problem(count, ".".join(contract.count_field)))
         count = None
     ids = None
     if with_ids:
@@ -793,3 +779,21 @@ def _schema(obj: dict, contract: Contract, with_ids: bool) -> tuple[list[str], A
             if why:
                 problems.append(why)
     return problems, record_id, count, ids
+
+
+def _id_problem(record_id: Any, name: str) -> str:
+    if record_id is MISSING:
+        return f"missing field {name!r}"
+    if not _is_int(record_id):
+        return f"{name} must be a string or integer, found {_type_name(record_id)}"
+    return f"{name} {_number(record_id)}{_out_of_range(record_id)}"
+
+
+def _count_problem(count: Any, name: str) -> str:
+    if count is MISSING:
+        return f"missing field {name!r}"
+    if not _is_int(count):
+        return f"{name} must be an integer, found {preview(count)} ({_type_name(count)})"
+    if type(count) is int and count < 0 or type(count) is _BigInt and count.text[0] == "-":
+        return f"{name} must be non-negative, found {_number(count)}"
+    return f"{name} {_number(count)}{_out_of_range(count)}"
