@@ -109,6 +109,29 @@ def _zstd_chunks(fh: BinaryIO, size: int) -> Iterator[bytes]:
         raise EOFError("compressed data ends before the end of the zstd frame")
 
 
+def _gzip_chunks(gz: gzip.GzipFile, size: int) -> Iterator[bytes]:
+    """Inflated data in chunks of about `size`, gathered from read1 steps (~8 KiB of input
+    each, so the data before an error is kept: it is yielded before the error is raised)."""
+    out: list[bytes] = []
+    held = 0
+    while True:
+        try:
+            piece = gz.read1(size)
+        except (EOFError, OSError, zlib.error):
+            if out:
+                yield b"".join(out)
+            raise
+        if not piece:
+            break
+        out.append(piece)
+        held += len(piece)
+        if held >= size:
+            yield b"".join(out)
+            out, held = [], 0
+    if out:
+        yield b"".join(out)
+
+
 def _chunks(path: Path, start: int = 0, size: int = BUFFER) -> Iterator[bytes]:
     """The file's (decompressed) bytes in chunks of about `size`; from `start` - 1 if given.
 
@@ -116,7 +139,7 @@ def _chunks(path: Path, start: int = 0, size: int = BUFFER) -> Iterator[bytes]:
     pointer (checked on the raw bytes, so a pointer named .gz is one too).
     """
     try:
-        fh = open(path, "rb", buffering=BUFFER)
+        fh = open(path, "rb", buffering=0)
     except OSError as exc:
         raise ReadError(f"cannot open: {exc.strerror or exc}") from None
     with fh:
@@ -126,9 +149,7 @@ def _chunks(path: Path, start: int = 0, size: int = BUFFER) -> Iterator[bytes]:
             name = path.name
             if name.endswith(".gz"):
                 with gzip.GzipFile(fileobj=fh) as gz:
-                    # read1: what one step inflated, so the data before an error is kept
-                    while chunk := gz.read1(size):
-                        yield chunk
+                    yield from _gzip_chunks(gz, size)
             elif name.endswith(".zst"):
                 yield from _zstd_chunks(fh, size)
             else:
