@@ -7,13 +7,21 @@ from typing import Any
 
 from .contract import Contract
 from .findings import Finding, as_findings
-from .reader import SKIPPED, ReadError, Record, iter_lines, parse_line
+from .reader import SKIPPED, Lines, LfsPointer, ReadError, Record, Rejected, max_line_bytes, parse_line
 from .summary import FileSummary
 
 # Records are checked in batches so batch hooks (the tokenizer round trip) amortise their
 # calls; the id budget bounds the memory a batch of parsed ids may take.
 BATCH_RECORDS = 256
 BATCH_IDS = 1 << 18
+
+
+def size_text(n: int) -> str:
+    """64 MiB, 512 KiB, or 1,000 bytes."""
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if n >= 1 << shift and n % (1 << shift) == 0:
+            return f"{n >> shift:,} {unit}"
+    return f"{n:,} bytes"
 
 
 def audit(
@@ -31,32 +39,49 @@ def audit(
     batch: list[Record] = []
     pending: list[Finding] = []  # findings of unusable lines, kept in line order with the batch
     batch_ids = 0
-    line = 0
+    keep_ids = contract.unique_ids or bool(contract.expected_ids)
+    limit = max_line_bytes(contract)
+    lines = Lines(path, start, end, limit)
     try:
-        for raw in iter_lines(path, start, end):
-            line += 1
-            body = raw.strip()
-            if not body:
-                summary.blank += 1
-                continue
+        for line, body in lines:
             summary.records += 1
-            parsed = parse_line(body, line, contract)
-            if parsed is SKIPPED:
-                summary.skipped += 1
-                continue
-            summary.audited += 1
-            if type(parsed) is list:
-                pending += parsed
+            if type(body) is int:  # longer than the limit: read past, never held or parsed
+                summary.audited += 1
+                pending.append(Finding(
+                    "line_length",
+                    f"line {line} is {body:,} bytes, over the limit of {size_text(limit)} "
+                    "(tokaudit_max_line_bytes)",
+                    line,
+                ))
             else:
-                batch.append(parsed)
-                batch_ids += parsed.n_ids
+                parsed = parse_line(body, line, contract)
+                if parsed is SKIPPED:
+                    summary.skipped += 1
+                    continue
+                summary.audited += 1
+                if type(parsed) is Rejected:
+                    pending += parsed.findings
+                    if parsed.count is not None:  # spend is spend, checkable or not
+                        summary.billed_unusable += parsed.count
+                        summary.unusable_billed += 1
+                    record_id = parsed.record_id
+                else:
+                    batch.append(parsed)
+                    batch_ids += parsed.n_ids
+                    record_id = parsed.id
+                if keep_ids and record_id is not None:
+                    summary.ids.append(record_id)
+                    summary.id_lines.append(line)
             if len(batch) + len(pending) >= BATCH_RECORDS or batch_ids >= BATCH_IDS:
                 _check_batch(batch, pending, contract, hook, summary)
                 batch, pending, batch_ids = [], [], 0
+    except LfsPointer as exc:
+        summary.read_error = str(exc)
     except ReadError as exc:
-        summary.read_error = f"{exc} (after line {line})"
+        summary.read_error = f"{exc} (after line {lines.lines})"
     finally:
-        summary.lines = line
+        summary.lines = lines.lines
+        summary.blank += lines.blank
     _check_batch(batch, pending, contract, hook, summary)
     if summary.read_error:
         summary.add_finding(Finding("read", summary.read_error))
@@ -65,12 +90,8 @@ def audit(
 def _check_batch(
     batch: list[Record], found: list[Finding], contract: Contract, hook: Any, summary: FileSummary
 ) -> None:
-    keep_ids = contract.unique_ids or bool(contract.expected_ids)
     for record in batch:
         summary.add_counts(record.line, record.id, record.count, record.n_ids)
-        if keep_ids and record.id is not None:
-            summary.ids.append(record.id)
-            summary.id_lines.append(record.line)
         for result in hook.pytest_tokaudit_check_record(record=record, contract=contract):
             for f in as_findings(result):
                 if f.line is None:

@@ -3,16 +3,22 @@
 Everything that can be wrong with a line becomes a Finding; nothing here raises for bad
 data. A compressed stream that ends early or is corrupt raises ReadError, which the audit
 turns into a file-level finding after auditing every line read before it.
+
+Files are read in chunks of at most BUFFER bytes (a zstd frame inflates in steps of at
+most ZSTD_FEED compressed bytes), so memory stays bounded whatever is in the file: a line
+over the contract's `max_line_bytes` is counted and skipped, never held, and runs of blank
+lines are counted with bytes.count, not a Python step per line.
 """
 
 from __future__ import annotations
 
 import functools
 import gzip
-import io
+import json
 import os
 import re
 import zlib
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, Iterator
 
@@ -23,98 +29,287 @@ from .findings import Finding
 
 BUFFER = 1 << 20
 COMPRESSED = (".gz", ".zst")
+MAX_LINE_BYTES = 64 << 20  # default for a contract without max_line_bytes
+# Compressed bytes handed to zstd per call. A zstd block can inflate ~32,000 times (a run
+# of one byte), so this bounds one call's output to ~32 MiB; ordinary JSONL is not slower.
+ZSTD_FEED = 1 << 10
+# A git-lfs pointer file (the data was never pulled) starts with this line.
+LFS_POINTER = b"version https://git-lfs.github.com/spec/v1"
+JSON_WS = b" \t\r\n"  # the only white space JSON has; \x0b, \x0c & co. are invalid JSON
 
 
 class ReadError(Exception):
     """The file cannot be read further (corrupt or truncated compressed data)."""
 
 
+class LfsPointer(ReadError):
+    """The file is a git-lfs pointer: the data itself was never pulled."""
+
+    def __init__(self) -> None:
+        super().__init__("git-lfs pointer, data not pulled: run git lfs pull")
+
+
 def is_compressed(path: Path) -> bool:
     return path.name.endswith(COMPRESSED)
 
 
-class _ZstdRaw(io.RawIOBase):
-    """A zstd stream that, unlike zstandard's stream_reader, notices truncation."""
+def max_line_bytes(contract: Contract) -> int:
+    """The contract's line length limit (a contract key may provide it later)."""
+    return getattr(contract, "max_line_bytes", MAX_LINE_BYTES)
 
-    def __init__(self, fh: BinaryIO):
+
+def _check_lfs(fh: BinaryIO) -> None:
+    """Raise LfsPointer if the raw file is a git-lfs pointer; leaves fh at offset 0."""
+    head = fh.read(len(LFS_POINTER) + 2)
+    fh.seek(0)
+    if head.split(b"\n", 1)[0].removesuffix(b"\r") == LFS_POINTER:
+        raise LfsPointer()
+
+
+def _zstd_chunks(fh: BinaryIO, size: int) -> Iterator[bytes]:
+    """Decompressed data of back-to-back zstd frames; notices truncation and corruption.
+
+    Whatever inflated before an error is yielded first, so the lines of a good frame
+    followed by garbage or a corrupt frame are still audited.
+    """
+    try:
         import zstandard
+    except ImportError:
+        raise ReadError(
+            "reading .zst files needs the zstandard package: pip install 'pytest-tokaudit[zstd]'"
+        ) from None
+    new = zstandard.ZstdDecompressor().decompressobj
+    obj = None  # None between frames
+    out: list[bytes] = []
+    held = 0
+    while block := fh.read(BUFFER):
+        for at in range(0, len(block), ZSTD_FEED):
+            data = block[at : at + ZSTD_FEED]
+            while data:
+                if obj is None:
+                    obj = new()
+                try:
+                    piece = obj.decompress(data)
+                except zstandard.ZstdError as exc:
+                    if out:
+                        yield b"".join(out)
+                    raise ReadError(f"corrupt zstd data: {exc}") from None
+                data = b""
+                if obj.eof:  # a file may hold several frames back to back
+                    data, obj = obj.unused_data, None
+                if piece:
+                    out.append(piece)
+                    held += len(piece)
+            if held >= size:
+                yield b"".join(out)
+                out, held = [], 0
+    if out:
+        yield b"".join(out)
+    if obj is not None:
+        raise EOFError("compressed data ends before the end of the zstd frame")
 
-        self._fh = fh
-        self._new = zstandard.ZstdDecompressor().decompressobj
-        self._obj = self._new()
-        self._error = zstandard.ZstdError
-        self._pending = b""
-        self._started = False
 
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buf) -> int:
-        while not self._pending:
-            chunk = self._fh.read(BUFFER)
-            if not chunk:
-                if self._started and not self._obj.eof:
-                    raise EOFError("compressed data ends before the end of the zstd frame")
-                return 0
-            self._started = True
-            try:
-                self._pending = self._obj.decompress(chunk)
-                # A file may hold several frames back to back.
-                while self._obj.eof and self._obj.unused_data:
-                    rest = self._obj.unused_data
-                    self._obj = self._new()
-                    self._pending += self._obj.decompress(rest)
-            except self._error as exc:
-                raise ReadError(f"corrupt zstd data: {exc}") from None
-        n = min(len(buf), len(self._pending))
-        buf[:n] = self._pending[:n]
-        self._pending = self._pending[n:]
-        return n
-
-
-def open_binary(path: Path) -> BinaryIO:
-    """Open for line iteration; raises ReadError if a codec is unavailable."""
-    name = path.name
-    if name.endswith(".gz"):
-        return gzip.open(path, "rb")
-    if name.endswith(".zst"):
+def _gzip_chunks(gz: gzip.GzipFile, size: int) -> Iterator[bytes]:
+    """Inflated data in chunks of about `size`, gathered from read1 steps (~8 KiB of input
+    each, so the data before an error is kept: it is yielded before the error is raised)."""
+    out: list[bytes] = []
+    held = 0
+    while True:
         try:
-            import zstandard  # noqa: F401
-        except ImportError:
-            raise ReadError(
-                "reading .zst files needs the zstandard package: "
-                "pip install 'pytest-tokaudit[zstd]'"
-            ) from None
-        return io.BufferedReader(_ZstdRaw(open(path, "rb")), BUFFER)
-    return open(path, "rb", buffering=BUFFER)
+            piece = gz.read1(size)
+        except (EOFError, OSError, zlib.error):
+            if out:
+                yield b"".join(out)
+            raise
+        if not piece:
+            break
+        out.append(piece)
+        held += len(piece)
+        if held >= size:
+            yield b"".join(out)
+            out, held = [], 0
+    if out:
+        yield b"".join(out)
+
+
+def _chunks(path: Path, start: int = 0, size: int = BUFFER) -> Iterator[bytes]:
+    """The file's (decompressed) bytes in chunks of about `size`; from `start` - 1 if given.
+
+    Raises ReadError for a file that cannot be opened or read, LfsPointer for a git-lfs
+    pointer (checked on the raw bytes, so a pointer named .gz is one too).
+    """
+    try:
+        fh = open(path, "rb", buffering=0)
+    except OSError as exc:
+        raise ReadError(f"cannot open: {exc.strerror or exc}") from None
+    with fh:
+        try:
+            if not start:
+                _check_lfs(fh)
+            name = path.name
+            if name.endswith(".gz"):
+                with gzip.GzipFile(fileobj=fh) as gz:
+                    yield from _gzip_chunks(gz, size)
+            elif name.endswith(".zst"):
+                yield from _zstd_chunks(fh, size)
+            else:
+                if start:
+                    fh.seek(start - 1)
+                # One buffer, refilled: a fresh 1 MiB object per read costs page faults
+                # (~10% of a fast audit). The reader copies out what it keeps.
+                buf = bytearray(size)
+                while n := fh.readinto(buf):
+                    yield buf if n == size else buf[:n]
+        except EOFError as exc:
+            raise ReadError(f"truncated compressed file: {exc}") from None
+        except (OSError, zlib.error) as exc:  # gzip.BadGzipFile is an OSError
+            raise ReadError(f"corrupt or unreadable file: {exc}") from None
+
+
+_WS_RUN = re.compile(rb"[ \t\r\n]*").match
+
+
+class Lines:
+    """The non-blank lines of a file, or of those starting in the byte range [start, end).
+
+    Iterating gives (line number, body) with the body stripped of JSON white space, or
+    (line number, size in bytes) for a line longer than `max_line`, which is read past
+    without being kept. `lines` and `blank` count physical and blank lines as it goes
+    (exact when a ReadError stops it: a line cut short by the error is not counted).
+    Byte ranges are for uncompressed files: a line belongs to the range its first byte
+    is in. Line numbers are relative to the range (1 = its first line).
+    """
+
+    def __init__(self, path: Path, start: int = 0, end: int | None = None,
+                 max_line: int = MAX_LINE_BYTES, chunk: int = BUFFER):
+        self.path, self.start, self.end = path, start, end
+        self.max_line, self.chunk = max_line, chunk
+        self.lines = 0
+        self.blank = 0
+
+    def __iter__(self) -> Iterator[tuple[int, bytes | int]]:
+        end, max_line, ws_run = self.end, self.max_line, _WS_RUN
+        chunks = _chunks(self.path, self.start, self.chunk)
+        base = 0  # file offset of chunk[0]
+        skip = 0  # where the first line starts in the first chunk
+        if self.start:
+            base = self.start - 1
+            for first in chunks:  # the line straddling `start` belongs to the range before
+                skip = first.find(b"\n") + 1
+                if skip:
+                    break
+                base += len(first)
+            else:
+                return
+            chunks = _chain(first, chunks)
+        line = 0
+        # The current line: `lead` bytes of white space (counted, not kept), then `held`
+        # bytes kept in `parts` from its first other byte on (`started`); `over` once it
+        # is past max_line (nothing more is kept).
+        lead = held = 0
+        parts: list[bytes] = []
+        started = over = False
+        for chunk in chunks:
+            n = len(chunk)
+            # bytes(view[a:b]): one copy whether the chunk is bytes or a reused bytearray
+            view = memoryview(chunk) if type(chunk) is bytearray else chunk
+            pos, skip = skip, 0
+            while pos < n:
+                if not started:
+                    if not lead and end is not None and base + pos >= end:
+                        return  # the next line starts in the next range
+                    if chunk[pos] in JSON_WS:
+                        white = ws_run(chunk, pos).end()
+                        last = chunk.rfind(b"\n", pos, white)
+                        if last >= 0:  # blank lines: counted in bulk, however many
+                            if end is not None and base + last >= end:
+                                # only those starting before `end` (the first one does)
+                                k = 1 + chunk.count(b"\n", pos, max(pos, end - base - 1))
+                                line += k
+                                self.lines, self.blank = line, self.blank + k
+                                return
+                            k = chunk.count(b"\n", pos, last + 1)
+                            line += k
+                            self.lines, self.blank = line, self.blank + k
+                            lead, pos = 0, last + 1
+                            continue
+                        lead += white - pos
+                        pos = white
+                        if pos == n:
+                            break
+                    started = True
+                nl = chunk.find(b"\n", pos)
+                if nl < 0:  # the line goes on in the next chunk
+                    if not over:
+                        if lead + held + n - pos > max_line:
+                            over, parts = True, []
+                        else:
+                            parts.append(bytes(view[pos:]))  # a chunk may be reused
+                    held += n - pos
+                    break
+                line += 1
+                self.lines = line
+                size = lead + held + nl - pos
+                if over or size > max_line:
+                    yield line, size
+                else:
+                    if parts:
+                        parts.append(view[pos:nl])
+                        body = b"".join(parts)
+                    else:
+                        body = bytes(view[pos:nl])
+                    yield line, body.rstrip(JSON_WS)
+                lead = held = 0
+                parts = []
+                started = over = False
+                pos = nl + 1
+            base += n
+        if started:  # the last line has no newline
+            line += 1
+            self.lines = line
+            size = lead + held
+            yield (line, size) if over or size > max_line else (line, b"".join(parts).rstrip(JSON_WS))
+        elif lead:
+            line += 1
+            self.lines, self.blank = line, self.blank + 1
+
+
+def _chain(first: bytes, rest: Iterator[bytes]) -> Iterator[bytes]:
+    yield first
+    yield from rest
 
 
 def iter_lines(path: Path, start: int = 0, end: int | None = None) -> Iterator[bytes]:
     """Raw lines (with their endings) of the whole file, or of those starting in [start, end).
 
-    Byte ranges are for uncompressed files: a line belongs to the range its first byte is in.
+    A plain reference for tests and tools: it keeps each line whole, blank or not. The
+    audit reads with Lines.
     """
-    try:
-        fh = open_binary(path)
-    except OSError as exc:
-        raise ReadError(f"cannot open: {exc.strerror or exc}") from None
-    with fh:
-        try:
-            if start:
-                fh.seek(start - 1)
-                if fh.read(1) != b"\n":
-                    fh.readline()  # the line straddling `start` belongs to the range before
-            pos = fh.tell() if end is not None else 0
-            for raw in fh:
-                if end is not None:
-                    if pos >= end:
-                        return
-                    pos += len(raw)
-                yield raw
-        except EOFError as exc:
-            raise ReadError(f"truncated compressed file: {exc}") from None
-        except (OSError, zlib.error) as exc:  # gzip.BadGzipFile is an OSError
-            raise ReadError(f"corrupt or unreadable file: {exc}") from None
+    pending = bytearray()
+    offset = start - 1 if start else 0  # file offset of pending[0]
+    skipping = bool(start)  # the line straddling `start` belongs to the range before
+    for chunk in _chunks(path, start):
+        pending += chunk
+        at = 0
+        if skipping:
+            at = pending.find(b"\n") + 1
+            if not at:
+                offset += len(pending)
+                pending.clear()
+                continue
+            skipping = False
+        while end is None or offset + at < end:
+            nl = pending.find(b"\n", at)
+            if nl < 0:
+                break
+            yield bytes(pending[at : nl + 1])
+            at = nl + 1
+        else:
+            return
+        offset += at
+        del pending[:at]
+    if pending and not skipping and (end is None or offset < end):
+        yield bytes(pending)
 
 
 def get_path(obj: Any, path: tuple[str, ...]) -> Any:
@@ -221,8 +416,13 @@ def _scan_plan(tokens: tuple[int, ...]) -> tuple[bytes | None, tuple[bytes, ...]
 # Most of a record is its ids array, and building a Python int per id is most of the cost of
 # parsing it. The fast path cuts the array out as bytes, proves with a few bigint operations
 # that it is a plain list of non-negative JSON integers, and lets orjson parse the rest with
-# a sentinel in its place. Anything unusual (spaces aside) returns None and the line takes
-# the plain path, which is the reference: both must give identical findings.
+# a sentinel in its place. It must read the object exactly as orjson reads the whole line
+# (a duplicate key: the last one wins), so it is only taken where the cut-out array can only
+# be the value of the one top-level key: the key's bytes occur once in the line, and no
+# \u escape of a printable ASCII character (the only way to spell the key differently)
+# occurs anywhere; the array holds only digits and commas, so both are looked for in the
+# rest of the line only. Anything unusual (spaces aside) returns None and the line takes the
+# plain path, which is the reference: both must give identical findings.
 
 _SENTINEL_JSON = b'"\\u0000tokaudit-ids"'
 _SENTINEL = "\x00tokaudit-ids"
@@ -282,6 +482,17 @@ def _count_valid_ids(csv: bytes | bytearray) -> int | None:
     return commas - 1
 
 
+def _ascii_escape(raw: bytes, start: int, end: int) -> bool:
+    """Whether raw[start:end] holds a \\u escape of a printable ASCII character (\\u0020 to
+    \\u007f): a key spelled with one may be the ids key. A false alarm costs time only."""
+    at = raw.find(b"\\u00", start, end)
+    while at >= 0:
+        if raw[at + 4 : at + 5] in (b"2", b"3", b"4", b"5", b"6", b"7"):
+            return True
+        at = raw.find(b"\\u00", at + 1, end)
+    return False
+
+
 def _fast_ids(raw: bytes, key: bytes) -> tuple[bytes, int, bytearray] | None:
     """(line with the array replaced by the sentinel, id count, ",1,2,3,") or None."""
     at = raw.find(key)
@@ -312,6 +523,10 @@ def _fast_ids(raw: bytes, key: bytes) -> tuple[bytes, int, bytearray] | None:
             return None  # invalid JSON, or not all ints to orjson: the plain path says which
     else:
         csv, count = bytearray(b","), 0
+    # Only digits, commas and spaces lie between i and end: the key, or an escape that
+    # spells it, can only be before or after them.
+    if raw.find(key, end + 1) >= 0 or _ascii_escape(raw, 0, at) or _ascii_escape(raw, end + 1, n):
+        return None  # a second spelling of the key (a duplicate, a nested one): plain path
     return raw[:i] + _SENTINEL_JSON + raw[end + 1 :], count, csv
 
 
@@ -319,34 +534,188 @@ SKIPPED = object()
 """parse_line's answer for a record the `tokaudit_where` filter leaves out."""
 
 
+@dataclass(frozen=True, slots=True)
+class Rejected:
+    """parse_line's answer for a record that cannot be checked: why, and what of it could
+    still be read (its id, a str or int; its billed count, an int >= 0), so that its
+    spend and its id are not lost."""
+
+    findings: list[Finding] = field(default_factory=list)
+    record_id: Any = None
+    count: int | None = None
+
+
+# orjson's integer range; a value outside it cannot be kept as an int in a report either.
+U64_MAX = 2**64 - 1
+I64_MIN = -(2**63)
+PREVIEW = 80  # characters of a value shown in a finding
+
+
+class _BigInt:
+    """An integer literal too long for int() (Python caps it at 4,300 digits)."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def __repr__(self) -> str:
+        return self.text
+
+    def __eq__(self, other: Any) -> bool:
+        return type(other) is _BigInt and other.text == self.text
+
+    def __hash__(self) -> int:
+        return hash(self.text)
+
+
+class _Invalid(Exception):
+    """A line that is not valid JSON after all; the message is the finding's."""
+
+
 def _type_name(value: Any) -> str:
-    return "null" if value is None else type(value).__name__
+    if value is None:
+        return "null"
+    return "int" if type(value) is _BigInt else type(value).__name__
+
+
+def _is_int(value: Any) -> bool:
+    return type(value) is int or type(value) is _BigInt
+
+
+def _cut(text: str, total: int, unit: str) -> str:
+    if len(text) <= PREVIEW:
+        return text
+    return f"{text[:PREVIEW]}... ({total:,} {unit})"
+
+
+def _number(value: int | _BigInt) -> str:
+    """An integer's digits as in the line, cut to a preview."""
+    try:
+        text = value.text if type(value) is _BigInt else str(value)
+    except ValueError:  # over sys.get_int_max_str_digits()
+        return f"<an integer of {value.bit_length():,} bits>"
+    return _cut(text, len(text.lstrip("-")), "digits")
+
+
+def preview(value: Any) -> str:
+    """repr(value) cut to PREVIEW characters, with the full length: a finding must not
+    carry a 5 MB string."""
+    if _is_int(value):
+        return _number(value)
+    text = repr(value)
+    return _cut(text, len(value) if type(value) is str else len(text), "chars")
+
+
+def _out_of_range(value: int | _BigInt) -> str | None:
+    """' is out of range (...)' for an integer orjson cannot hold, else None."""
+    if type(value) is _BigInt:
+        side = "under -2**63" if value.text.startswith("-") else "over 2**64-1"
+    elif value > U64_MAX:
+        side = "over 2**64-1"
+    elif value < I64_MIN:
+        side = "under -2**63"
+    else:
+        return None
+    return f" is out of range ({side})"
 
 
 def _invalid_json(raw: bytes, exc: orjson.JSONDecodeError) -> str:
     try:
         raw.decode("utf-8")
     except UnicodeDecodeError as err:
-        return f"invalid UTF-8 at byte {err.start + 1}: {raw[err.start:err.start + 4]!r}"
+        return _invalid_utf8(raw, err)
     if exc.msg.startswith("UTF-8 byte order mark"):
         return "invalid JSON: line starts with a UTF-8 byte order mark"
     return f"invalid JSON: {exc.msg} at column {exc.colno}"
 
 
+def _invalid_utf8(raw: bytes, err: UnicodeDecodeError) -> str:
+    return f"invalid UTF-8 at byte {err.start + 1}: {raw[err.start:err.start + 4]!r}"
+
+
+# -- numbers past orjson's range: the stdlib json module reads them exactly -------------------
+
+def _exact_int(text: str) -> int | _BigInt:
+    try:
+        return int(text)
+    except ValueError:  # over sys.get_int_max_str_digits()
+        return _BigInt(text)
+
+
+def _no_constant(name: str) -> Any:
+    raise _Invalid(f"invalid JSON: {name} is not a JSON value")
+
+
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]").search
+
+
+def _lone_surrogate(obj: Any) -> bool:
+    """Whether a string (key or value) holds a lone UTF-16 surrogate."""
+    stack = [obj]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is str:
+            if not item.isascii():
+                try:
+                    item.encode("utf-8")
+                except UnicodeEncodeError:
+                    return True
+        elif kind is dict:
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif kind is list:
+            stack.extend(item)
+    return False
+
+
+def _load_exact(raw: bytes) -> Any:
+    """The line as JSON with integers exact and out-of-range floats as +-inf (orjson turns
+    integers past 64 bits into floats and rejects 1e400, both valid JSON). Only what orjson
+    rejects besides is rejected: NaN/Infinity, lone surrogates. Raises _Invalid."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise _Invalid(_invalid_utf8(raw, err)) from None
+    try:
+        obj = json.loads(text, parse_int=_exact_int, parse_constant=_no_constant)
+    except json.JSONDecodeError as exc:
+        raise _Invalid(f"invalid JSON: {exc.msg} at column {exc.colno}") from None
+    except RecursionError:
+        raise _Invalid("invalid JSON: nested too deeply") from None
+    if _SURROGATE_ESCAPE(raw) and _lone_surrogate(obj):
+        raise _Invalid("invalid JSON: a string holds a lone surrogate (\\ud800-\\udfff)")
+    return obj
+
+
+def _load(raw: bytes) -> Any:
+    """orjson's reading of the line; the stdlib's where orjson rejects a valid number."""
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        if exc.msg.startswith("number is infinity"):  # 1e400: valid JSON, past a double
+            return _load_exact(raw)
+        raise _Invalid(_invalid_json(raw, exc)) from None
+
+
 def check_ids(ids: Any, name: str) -> str | None:
-    """Why `ids` is not a list of non-negative ints, or None."""
+    """Why `ids` is not a list of token ids (ints from 0 to 2**64-1), or None."""
     if type(ids) is not list:
         return f"{name} must be a list of token ids, found {_type_name(ids)}"
     if not ids:
         return None
     types = set(map(type, ids))
-    if types == {int} and min(ids) >= 0:
+    if types == {int} and min(ids) >= 0 and max(ids) <= U64_MAX:
         return None
     for i, value in enumerate(ids):
-        if type(value) is not int:
-            return f"{name}[{i}] must be an integer token id, found {value!r} ({_type_name(value)})"
-        if value < 0:
-            return f"{name}[{i}] must be a non-negative token id, found {value}"
+        if not _is_int(value):
+            return (f"{name}[{i}] must be an integer token id, "
+                    f"found {preview(value)} ({_type_name(value)})")
+        if type(value) is int and value < 0 or type(value) is _BigInt and value.text[0] == "-":
+            return f"{name}[{i}] must be a non-negative token id, found {_number(value)}"
+        if _out_of_range(value):
+            return f"{name}[{i}] {_number(value)}{_out_of_range(value)}"
     return None  # unreachable: one of the branches above matched
 
 
@@ -362,8 +731,9 @@ def _fast_key(ids_field: tuple[str, ...], *other_fields: tuple[str, ...]) -> byt
 
 def parse_line(
     raw: bytes, line: int, contract: Contract, fast: bool = True
-) -> Record | Any | list[Finding]:
-    """One non-blank line -> Record, SKIPPED, or the findings that make it unusable."""
+) -> Record | Rejected | Any:
+    """One non-blank line -> Record, SKIPPED, or Rejected (the findings that make it
+    unusable, with the id and billed count if they could be read)."""
     key = fast and _fast_key(contract.ids_field, contract.where, contract.id_field, contract.count_field)
     cut = _fast_ids(raw, key) if key else None
     obj: Any = None
@@ -373,48 +743,65 @@ def parse_line(
         except orjson.JSONDecodeError:
             cut = None
         else:
-            if (
-                type(obj) is not dict
-                or obj.get(contract.ids_field[0]) != _SENTINEL
-                or cut[0].count(b"tokaudit-ids") != 1
-            ):
-                # The key was found somewhere else (say, inside another key), or the data
-                # itself spells the placeholder: the plain path decides.
-                cut = None
+            if type(obj) is not dict or obj.get(contract.ids_field[0]) != _SENTINEL:
+                cut = None  # not a top-level key after all: the plain path decides
     if cut is None:
         try:
-            obj = orjson.loads(raw)
-        except orjson.JSONDecodeError as exc:
-            return [Finding("json", _invalid_json(raw, exc), line)]
+            obj = _load(raw)
+        except _Invalid as exc:
+            return Rejected([Finding("json", str(exc), line)])
         if type(obj) is not dict:
-            return [Finding("json", f"expected a JSON object, found {_type_name(obj)}", line)]
+            return Rejected([Finding("json", f"expected a JSON object, found {_type_name(obj)}", line)])
     if contract.where:
         flag = get_path(obj, contract.where)
         if flag is MISSING or not flag:
             return SKIPPED
-    record_id = None
+    problems, record_id, count, ids = _schema(obj, contract, cut is None)
+    if problems and _big_floats(obj, contract):
+        # Maybe an integer past 64 bits, which orjson reads as a float: read it exactly.
+        try:
+            obj = _load_exact(raw)
+        except _Invalid as exc:  # only nesting orjson allows and the stdlib does not
+            return Rejected([Finding("json", str(exc), line)])
+        cut = None
+        problems, record_id, count, ids = _schema(obj, contract, True)
+    if problems:
+        return Rejected([Finding("schema", p, line, record_id) for p in problems], record_id, count)
+    if cut is None:
+        return Record(line, obj, record_id, count, ids)
+    return Record(line, obj, record_id, count, None, cut[2], cut[1], contract.ids_field[0])
+
+
+def _big_floats(obj: dict, contract: Contract) -> bool:
+    """Whether a field the contract reads (or an element of the ids) holds a float that may
+    be an integer literal orjson could not hold: those are the ones of magnitude 2**63 or
+    more (it turns an integer under -2**63 or over 2**64-1 into a float)."""
+    values = [get_path(obj, f) for f in (contract.id_field, contract.count_field) if f]
+    ids = get_path(obj, contract.ids_field)
+    if type(ids) is list:
+        values += ids
+    return any(type(v) is float and not -_BIG < v < _BIG for v in values)
+
+
+_BIG = float(2**63)
+
+
+def _schema(obj: dict, contract: Contract, with_ids: bool) -> tuple[list[str], Any, Any, Any]:
+    """(problems, the id if valid, the billed count if valid, the ids) of a parsed record."""
     problems = []
+    record_id = None
     if contract.id_field:
         record_id = get_path(obj, contract.id_field)
-        if record_id is MISSING:
-            record_id = None
-            problems.append(f"missing field {'.'.join(contract.id_field)!r}")
-        elif type(record_id) not in (str, int):
-            problems.append(
-                f"{'.'.join(contract.id_field)} must be a string or integer, "
-                f"found {_type_name(record_id)}"
-            )
+        kind = type(record_id)
+        if kind is not str and not (kind is int and I64_MIN <= record_id <= U64_MAX):
+            problems.append(_id_problem(record_id, ".".join(contract.id_field)))
             record_id = None
     count = get_path(obj, contract.count_field)
-    count_name = ".".join(contract.count_field)
-    if count is MISSING:
-        problems.append(f"missing field {count_name!r}")
-    elif type(count) is not int:
-        problems.append(f"{count_name} must be an integer, found {count!r} ({_type_name(count)})")
-    elif count < 0:
-        problems.append(f"{count_name} must be non-negative, found {count}")
+    if not (type(count) is int and 0 <= count <= U64_MAX):
+        problems.append(_count_problem(count, ".".join(contract.count_field)))
+        count = None
     ids = None
-    if cut is None:
+    if with_ids:
         ids = get_path(obj, contract.ids_field)
         ids_name = ".".join(contract.ids_field)
         if ids is MISSING:
@@ -423,8 +810,22 @@ def parse_line(
             why = check_ids(ids, ids_name)
             if why:
                 problems.append(why)
-    if problems:
-        return [Finding("schema", p, line, record_id) for p in problems]
-    if cut is None:
-        return Record(line, obj, record_id, count, ids)
-    return Record(line, obj, record_id, count, None, cut[2], cut[1], contract.ids_field[0])
+    return problems, record_id, count, ids
+
+
+def _id_problem(record_id: Any, name: str) -> str:
+    if record_id is MISSING:
+        return f"missing field {name!r}"
+    if not _is_int(record_id):
+        return f"{name} must be a string or integer, found {_type_name(record_id)}"
+    return f"{name} {_number(record_id)}{_out_of_range(record_id)}"
+
+
+def _count_problem(count: Any, name: str) -> str:
+    if count is MISSING:
+        return f"missing field {name!r}"
+    if not _is_int(count):
+        return f"{name} must be an integer, found {preview(count)} ({_type_name(count)})"
+    if type(count) is int and count < 0 or type(count) is _BigInt and count.text[0] == "-":
+        return f"{name} must be non-negative, found {_number(count)}"
+    return f"{name} {_number(count)}{_out_of_range(count)}"

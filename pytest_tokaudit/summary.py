@@ -32,6 +32,10 @@ class FileSummary:
     skipped: int = 0
     checked: int = 0  # audited records well-formed enough to check
     billed: int = 0
+    # Records that could not be checked (ids unusable, say) but whose billed count is valid:
+    # their spend, and how many. The budget must see it: see billed_total.
+    billed_unusable: int = 0
+    unusable_billed: int = 0
     counted: int = 0
     absdiff: int = 0
     max_absdiff: int = 0
@@ -161,6 +165,8 @@ class FileSummary:
         ):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.rt_ratio_sum += other.rt_ratio_sum
+        self.billed_unusable += other.billed_unusable
+        self.unusable_billed += other.unusable_billed
         self.max_absdiff = max(self.max_absdiff, other.max_absdiff)
         self.rt_ratio_max = max(self.rt_ratio_max, other.rt_ratio_max)
         for check, n in other.by_check.items():

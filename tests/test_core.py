@@ -232,10 +232,16 @@ def test_bad_input_corpus_is_reported_line_by_line(project):
         assert rows[f"data/truncated.jsonl{suffix}"][:3] == [str(cut[suffix]), str(cut[suffix]), "0"]
     for name in ("empty.jsonl", "blank_only.jsonl", "garbage.jsonl.gz", "garbage.jsonl.zst"):
         assert rows[f"data/{name}"] == ["0", "0", "0", "0.0", "0.0", "0.00 (0.00%)", "0", "1"]
-    result.stdout.fnmatch_lines([
-        "FAILED data/lines.jsonl::tokaudit - 23 of 25 audited records break the contra*",
-        "FAILED data/truncated.jsonl.gz::tokaudit - 1 of * audited records break the*",
-    ])
+    # xdist reports files in the order its workers finish them: compare as a set.
+    failed = sorted(line.split(" - ")[0] for line in result.outlines if line.startswith("FAILED "))
+    assert failed == sorted(f"FAILED data/{name}::tokaudit" for name in (
+        "lines.jsonl", "empty.jsonl", "blank_only.jsonl", "truncated.jsonl.gz",
+        "truncated.jsonl.zst", "garbage.jsonl.gz", "garbage.jsonl.zst",
+    ))
+    result.stdout.fnmatch_lines(
+        ["FAILED data/lines.jsonl::tokaudit - 23 of 25 audited records break the contra*"])
+    result.stdout.fnmatch_lines(
+        ["FAILED data/truncated.jsonl.gz::tokaudit - 1 of * audited records break the*"])
 
 
 # -- 4. usage errors ----------------------------------------------------------------------------

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from pytest_tokaudit.contract import KEYS, Contract
-from pytest_tokaudit.reader import SKIPPED, Record, parse_line
+from pytest_tokaudit.reader import SKIPPED, Record, Rejected, parse_line
 
 CONTRACT = Contract(**{k.attr: k.parse(k.default) for k in KEYS}).replace(where=("provider",))
 TOKENS = (0, 7, 151668, 151645)
@@ -18,7 +18,7 @@ NEIGHBOURS = (151668, 151667, 15166, 1516680)  # one prefix: count_each scans on
 
 def view(result):
     """Everything a check can see of a parse result."""
-    if result is SKIPPED or isinstance(result, list):
+    if result is SKIPPED or isinstance(result, Rejected):
         return result
     assert isinstance(result, Record)
     return (

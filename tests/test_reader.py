@@ -24,7 +24,7 @@ from pytest_tokaudit.audit import audit, check_file
 from pytest_tokaudit.collect import lines_before as count_lines_before
 from pytest_tokaudit.contract import KEYS, Contract
 from pytest_tokaudit.controller import Controller
-from pytest_tokaudit.reader import SKIPPED, ReadError, iter_lines, parse_line
+from pytest_tokaudit.reader import SKIPPED, ReadError, Rejected, iter_lines, parse_line
 from pytest_tokaudit.summary import PROPERTY, FileSummary
 
 from conftest import compress, jsonl_bytes, rec
@@ -185,7 +185,7 @@ def assert_accounted(summary: FileSummary, spy: Spy, data: bytes | None) -> None
     if data is not None:
         phys = physical_lines(data)
         assert summary.lines == len(phys)
-        blank = {i + 1 for i, raw in enumerate(phys) if not raw.strip()}
+        blank = {i + 1 for i, raw in enumerate(phys) if not raw.strip(b" \t\r\n")}  # JSON white space only
         assert summary.blank == len(blank)
         found_lines = {f.line for f in summary.shown + summary.shown_allowable}
         assert not found_lines & blank
@@ -216,6 +216,10 @@ def test_audit_of_arbitrary_bytes_never_raises(scratch, data):
     path.write_bytes(data)
     spy = Spy()
     summary = run_audit(path, CONTRACTS["default"], spy)
+    if summary.read_error:  # only a git-lfs pointer (its first line) stops a plain file
+        assert data.split(b"\n")[0].rstrip(b"\r") == b"version https://git-lfs.github.com/spec/v1"
+        assert (summary.lines, summary.findings) == (0, 1)
+        return
     assert_accounted(summary, spy, data)
 
 
@@ -338,7 +342,7 @@ def record_lines(draw) -> bytes:
 
 
 def _parsed(result: Any) -> Any:
-    if result is SKIPPED or type(result) is list:
+    if result is SKIPPED or type(result) is Rejected:
         return result
     tokens = sorted(set(result.ids[:4] + [0, 6, 7, 8, 9]))
     return (
@@ -363,7 +367,7 @@ def test_fast_path_sentinel_text_in_the_data_is_not_mistaken_for_ids():
     """A duplicate ids key holding the fast path's placeholder text: still a schema finding."""
     raw = b'{"sample_id": "a", "completion_tokens": 0, "output_ids": [], "output_ids": "\\u0000tokaudit-ids"}'
     plain = parse_line(raw, 1, CONTRACTS["default"], fast=False)
-    assert [f.message for f in plain] == ["output_ids must be a list of token ids, found str"]
+    assert [f.message for f in plain.findings] == ["output_ids must be a list of token ids, found str"]
     assert _parsed(parse_line(raw, 1, CONTRACTS["default"])) == _parsed(plain)
 
 
