@@ -2,7 +2,7 @@
 
 For audits split over CI jobs: each job writes --tokaudit-json; this combines them, prints
 the summary table and evaluates the dataset checks on the union. Exit 0 passed, 1 failed,
-2 usage error.
+2 usage error (a report that is not valid).
 """
 
 from __future__ import annotations
@@ -11,33 +11,31 @@ import argparse
 import sys
 
 from . import jsonreport
-from .contract import Contract, ContractError
 from .dataset import IdIndex, evaluate
 from .report import summary_lines
 
-
 def merge(paths: list[str], out: str | None) -> int:
     reports = [jsonreport.load(p) for p in paths]
-    contract = Contract.from_json(reports[0]["contract"])
-    for path, report in zip(paths[1:], reports[1:]):
-        if report["contract"] != reports[0]["contract"]:
-            print(f"warning: {path} was made with another contract than {paths[0]}; "
+    for report in reports[1:]:
+        if report.contract_json != reports[0].contract_json:
+            print(f"warning: {report.name} was made with another contract than {paths[0]}; "
                   f"using the first", file=sys.stderr)
     files, seen = [], {}
-    for path, report in zip(paths, reports):
-        for summary in jsonreport.summaries(report):
+    for report in reports:
+        for summary in report.files:
             if summary.path in seen:
-                raise ValueError(f"{summary.path} is in both {seen[summary.path]} and {path}")
-            seen[summary.path] = path
+                raise ValueError(f"{summary.path} is in both {seen[summary.path]} and {report.name}")
+            seen[summary.path] = report.name
             files.append(summary)
     files.sort(key=lambda s: s.path)
+    contract = reports[0].contract
     index = None
     if contract.unique_ids or contract.expected_ids:
         index = IdIndex()
         for summary in files:
             index.add(summary)
-    partial = "; ".join(f"{p}: {r['partial']}" for p, r in zip(paths, reports) if r.get("partial"))
-    outcomes = evaluate(files, index, contract, partial or None)
+    partial = "; ".join(f"{r.name}: {r.partial}" for r in reports if r.partial) or None
+    outcomes = evaluate(files, index, contract, partial)
     print("\n".join(summary_lines(files, contract)))
     # A whole file's summary already holds its file-level verdicts (outliers, mean, ...).
     failed_files = [s.path for s in files if s.bad_records or s.file_findings]
@@ -50,7 +48,7 @@ def merge(paths: list[str], out: str | None) -> int:
             for line in o.lines:
                 print(f"    {line}")
     if out:
-        jsonreport.write(out, jsonreport.build(files, outcomes, contract, partial or None))
+        jsonreport.write(out, jsonreport.build(files, outcomes, contract, partial))
     return 1 if failed_files or any(o.outcome == "failed" for o in outcomes) else 0
 
 
@@ -63,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return merge(args.reports, args.json)
-    except (ValueError, ContractError) as exc:
+    except ValueError as exc:  # ReportError, ContractError
         print(f"error: {exc}", file=sys.stderr)
         return 2
 

@@ -1,0 +1,176 @@
+"""JSON reports: validated when read back (baseline, merge)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, Callable
+
+import pytest
+
+from conftest import TokProject, assert_no_crash, rec
+from pytest_tokaudit import jsonreport
+from pytest_tokaudit.__main__ import main as merge_main
+
+USAGE = pytest.ExitCode.USAGE_ERROR
+FAILED = pytest.ExitCode.TESTS_FAILED
+
+
+def audit_to_json(pytester: pytest.Pytester, name: str, *args: str, paths=("data",)) -> dict:
+    """A real report: audit `paths` in process and read back what --tokaudit-json wrote."""
+    result = pytester.runpytest("--tokaudit", *paths, "-p", "no:xdist", f"--tokaudit-json={name}",
+                                *args)
+    assert result.ret in (0, 1), result.stdout.str() + result.stderr.str()
+    return json.loads((pytester.path / name).read_text())
+
+
+@pytest.fixture
+def report(pytester: pytest.Pytester) -> dict:
+    """A report of two files (one with a finding), its contract keeping ids."""
+    TokProject(pytester, ()).ini(tokaudit_unique_ids="true", tokaudit_count_mean_rel="")
+    project = TokProject(pytester, ())
+    project.jsonl("data/a.jsonl", [rec(1, 10), rec(2, 10, 30)])
+    project.jsonl("data/b.jsonl", [rec(3, 10)])
+    return audit_to_json(pytester, "base.json")
+
+
+def save(pytester: pytest.Pytester, name: str, data: Any) -> str:
+    (pytester.path / name).write_text(json.dumps(data))
+    return name
+
+
+def changed(data: dict, change: Callable[[dict], None]) -> dict:
+    data = json.loads(json.dumps(data))
+    change(data)
+    return data
+
+
+def _set(path: str, value: Any) -> Callable[[dict], None]:
+    def change(data: dict) -> None:
+        *parents, last = path.split(".")
+        node = data
+        for part in parents:
+            node = node[int(part)] if isinstance(node, list) else node[part]
+        if isinstance(node, list):
+            node[int(last)] = value
+        else:
+            node[last] = value
+    return change
+
+
+def _drop(path: str) -> Callable[[dict], None]:
+    def change(data: dict) -> None:
+        *parents, last = path.split(".")
+        node = data
+        for part in parents:
+            node = node[int(part)] if isinstance(node, list) else node[part]
+        del node[last]
+    return change
+
+
+# Each malformed report and the message naming what is wrong in it.
+MALFORMED = [
+    pytest.param(_set("files", None), "files must be a list, got None", id="files-null"),
+    pytest.param(_set("files", [1]), "files[0] must be an object, got 1", id="files-of-ints"),
+    pytest.param(_set("files", {"a": 1}), "files must be a list, got {'a': 1}", id="files-object"),
+    pytest.param(_set("files", [{"x": 1}]), "files[0].path is missing", id="file-without-path"),
+    pytest.param(_set("files", [{"path": ["x"]}]), "files[0].path must be a non-empty string, got ['x']",
+                 id="path-list"),
+    pytest.param(_set("files.1.mean_ratio", "abc"), "files[1].mean_ratio must be a number, got 'abc'",
+                 id="mean-ratio-text"),
+    pytest.param(_set("files.1.billed", "12"), "files[1].billed must be an integer, got '12'",
+                 id="billed-text"),
+    pytest.param(_set("files.0.records", -1), "files[0].records must be an integer from 0 to "
+                 "18,446,744,073,709,551,615, got -1", id="negative-count"),
+    pytest.param(_set("files.0.ids", [1, 2, True]), "files[0].ids[2] must be a record id (a string "
+                 "or an integer), got True", id="bool-id"),
+    pytest.param(_set("files.0.id_lines", [1]), "files[0].id_lines has 1 lines for 2 ids",
+                 id="id-lines-short"),
+    pytest.param(_set("files.0.shown", [{"check": "count"}]), "files[0].shown[0].message must be a "
+                 "string, got None", id="finding-without-message"),
+    pytest.param(_set("files.0.worst", [[1, 2, 3]]), "files[0].worst[0] must be [absdiff, -line, "
+                 "id, billed, counted], got [1, 2, 3]", id="worst-short"),
+    pytest.param(_set("files.1.path", "data/a.jsonl"), "files[1].path 'data/a.jsonl' is also "
+                 "files[0].path", id="same-file-twice"),
+    pytest.param(_drop("contract"), "contract is missing", id="no-contract"),
+    pytest.param(_set("contract.tokaudit_count_abs", "x"), "contract: tokaudit_count_abs: expected a "
+                 "whole number, got 'x'", id="contract-bad-value"),
+    pytest.param(_set("contract.tokaudit_count_rel", 2), "contract: tokaudit_count_rel: expected a "
+                 "string as written in pytest.ini, got 2", id="contract-not-text"),
+    pytest.param(_set("format", 99), "written in report format 99 by a newer pytest-tokaudit; this "
+                 "one reads format 1", id="newer-format"),
+    pytest.param(_set("partial", 3), "partial must be null or a string, got 3", id="partial-int"),
+]
+
+
+def test_a_real_report_is_valid(report: dict, pytester: pytest.Pytester):
+    loaded = jsonreport.load(pytester.path / "base.json")
+    assert [s.path for s in loaded.files] == ["data/a.jsonl", "data/b.jsonl"]
+    assert loaded.contract.unique_ids and loaded.keeps_ids
+    assert loaded.metrics["data/a.jsonl"]["records_with_findings"] == 1
+
+
+# -- F. a malformed baseline is a usage error at start-up ----------------------------------------
+
+@pytest.mark.parametrize(("change", "message"), MALFORMED)
+def test_a_malformed_baseline_is_a_usage_error_naming_entry_and_field(
+    pytester: pytest.Pytester, report: dict, change, message: str
+):
+    save(pytester, "bad.json", changed(report, change))
+    result = pytester.runpytest("--tokaudit", "data", "-p", "no:xdist", "--tokaudit-baseline=bad.json")
+    assert result.ret == USAGE
+    assert [l for l in result.errlines if l] == [f"ERROR: --tokaudit-baseline: bad.json: {message}"]
+    assert_no_crash(result)
+
+
+def test_a_baseline_without_derived_figures_uses_the_counts(pytester: pytest.Pytester, report: dict):
+    """A figure a report lacks is recomputed from its counts, not taken as 0 (which made
+    every file with a finding worse than such a baseline)."""
+    def strip(data: dict) -> None:
+        for entry in data["files"]:
+            for key in ("mean_ratio", "records_with_findings", "rt_ratio_mean"):
+                del entry[key]
+    save(pytester, "bare.json", changed(report, strip))
+    result = pytester.runpytest("--tokaudit", "data", "-p", "no:xdist", "--tokaudit-baseline=bare.json")
+    assert result.ret == FAILED  # a.jsonl's own finding; nothing got worse
+    result.stdout.no_fnmatch_line("*worse than baseline*")
+    TokProject(pytester, ()).jsonl("data/b.jsonl", [rec(3, 10), rec(4, 10, 30)])
+    result = pytester.runpytest("--tokaudit", "data", "-p", "no:xdist", "--tokaudit-baseline=bare.json")
+    result.stdout.fnmatch_lines([
+        "data/b.jsonl: baseline: worse than baseline bare.json by more than 10%: "
+        "mean |diff| / mean billed 0.000% -> 50.000%; records with findings 0 -> 1",
+    ])
+
+
+# -- G. the merge command validates its reports --------------------------------------------------
+
+def merge(capsys, *argv: str) -> tuple[int, str, str]:
+    rc = merge_main(["merge", *argv])
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+@pytest.mark.parametrize(("change", "message"), MALFORMED)
+def test_a_malformed_report_is_a_merge_usage_error(
+    pytester: pytest.Pytester, report: dict, capsys, change, message: str
+):
+    save(pytester, "bad.json", changed(report, change))
+    rc, out, err = merge(capsys, "bad.json")
+    assert (rc, out, err) == (2, "", f"error: bad.json: {message}\n")
+
+
+def test_merge_usage_errors_from_the_command_line(pytester: pytest.Pytester, report: dict):
+    """A subprocess, as CI runs it: rc 2 and one line, no traceback."""
+    save(pytester, "bad.json", changed(report, _set("files.1.billed", "12")))
+    result = pytester.run(sys.executable, "-m", "pytest_tokaudit", "merge", "base.json", "bad.json")
+    assert result.ret == 2
+    assert result.errlines == ["error: bad.json: files[1].billed must be an integer, got '12'"]
+    assert result.outlines == []
+
+
+def test_a_merged_report_is_itself_a_valid_report(pytester: pytest.Pytester, report: dict, capsys):
+    rc, out, err = merge(capsys, "base.json", "--json", "merged.json")
+    assert rc == 1 and err == ""  # a.jsonl has a finding
+    merged = jsonreport.load(pytester.path / "merged.json")
+    assert [s.path for s in merged.files] == ["data/a.jsonl", "data/b.jsonl"]
+    assert merged.contract == jsonreport.load(pytester.path / "base.json").contract
