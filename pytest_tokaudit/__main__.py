@@ -2,7 +2,7 @@
 
 For audits split over CI jobs: each job writes --tokaudit-json; this combines them, prints
 the summary table and evaluates the dataset checks on the union. Exit 0 passed, 1 failed,
-2 usage error (a report that is not valid).
+2 usage error (a report that is not valid, a --json target that cannot be written).
 """
 
 from __future__ import annotations
@@ -10,11 +10,15 @@ from __future__ import annotations
 import argparse
 import sys
 
+import pytest
+
 from . import jsonreport
 from .dataset import IdIndex, evaluate
 from .report import summary_lines
 
 def merge(paths: list[str], out: str | None) -> int:
+    if out:
+        jsonreport.check_writable(out, "--json")  # before any work, not after the verdict
     reports = [jsonreport.load(p) for p in paths]
     for report in reports[1:]:
         if report.contract_json != reports[0].contract_json:
@@ -48,7 +52,10 @@ def merge(paths: list[str], out: str | None) -> int:
             for line in o.lines:
                 print(f"    {line}")
     if out:
-        jsonreport.write(out, jsonreport.build(files, outcomes, contract, partial))
+        problem = jsonreport.write(out, jsonreport.build(files, outcomes, contract, partial))
+        if problem:
+            print(f"error: {problem}", file=sys.stderr)
+            return 2
     return 1 if failed_files or any(o.outcome == "failed" for o in outcomes) else 0
 
 
@@ -61,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return merge(args.reports, args.json)
-    except ValueError as exc:  # ReportError, ContractError
+    except (ValueError, pytest.UsageError) as exc:  # ReportError, ContractError, check_writable
         print(f"error: {exc}", file=sys.stderr)
         return 2
 

@@ -56,6 +56,11 @@ def pytest_configure(config: pytest.Config) -> None:
         from .jsonreport import BaselineCheck
 
         pm.register(BaselineCheck(baseline), "tokaudit.baseline")
+    json_path = config.getoption("tokaudit_json")
+    if json_path and not hasattr(config, "workerinput"):  # a usage error now, not after the audit
+        from .jsonreport import check_writable
+
+        check_writable(config.invocation_params.dir / json_path, "--tokaudit-json")
     if not hasattr(config, "workerinput"):
         from .dataset import Controller
 

@@ -1,14 +1,19 @@
-"""JSON reports: validated when read back (baseline, merge)."""
+"""JSON reports: validated when read back (baseline, merge), checked before the audit when
+written, written safely (symlinks, FIFOs, stale temporary files)."""
 
 from __future__ import annotations
 
 import json
+import os
+import stat
 import sys
+import threading
+from pathlib import Path
 from typing import Any, Callable
 
 import pytest
 
-from conftest import TokProject, assert_no_crash, rec
+from conftest import TokProject, assert_no_crash, rec, summary_section
 from pytest_tokaudit import jsonreport
 from pytest_tokaudit.__main__ import main as merge_main
 
@@ -168,9 +173,132 @@ def test_merge_usage_errors_from_the_command_line(pytester: pytest.Pytester, rep
     assert result.outlines == []
 
 
+def test_merge_checks_its_json_target_before_any_work(pytester: pytest.Pytester, report: dict, capsys):
+    rc, out, err = merge(capsys, "base.json", "--json", "/nonexistent/dir/merged.json")
+    assert (rc, out) == (2, "")
+    assert err == ("error: --json: cannot write /nonexistent/dir/merged.json: /nonexistent/dir "
+                   "does not exist\n")
+    (pytester.path / "adir").mkdir()
+    rc, out, err = merge(capsys, "base.json", "--json", "adir")
+    assert (rc, out, err) == (2, "", "error: --json: cannot write adir: it is a directory\n")
+
+
 def test_a_merged_report_is_itself_a_valid_report(pytester: pytest.Pytester, report: dict, capsys):
     rc, out, err = merge(capsys, "base.json", "--json", "merged.json")
     assert rc == 1 and err == ""  # a.jsonl has a finding
     merged = jsonreport.load(pytester.path / "merged.json")
     assert [s.path for s in merged.files] == ["data/a.jsonl", "data/b.jsonl"]
     assert merged.contract == jsonreport.load(pytester.path / "base.json").contract
+
+
+# -- H. --tokaudit-json: checked at start-up, never lost to a write error ------------------------
+
+def test_an_unwritable_json_target_is_a_usage_error_before_the_audit(project: TokProject):
+    project.jsonl("data/a.jsonl", [rec(1)])
+    result = project.run("--tokaudit-json=/nonexistent/dir/audit.json")
+    assert result.ret == USAGE
+    result.stderr.fnmatch_lines([
+        "ERROR: --tokaudit-json: cannot write /nonexistent/dir/audit.json: /nonexistent/dir does "
+        "not exist"
+    ])
+    assert_no_crash(result)
+    result.stdout.no_fnmatch_line("*tokaudit summary*")
+
+
+def test_write_returns_the_problem_instead_of_raising(tmp_path: Path):
+    assert jsonreport.write(tmp_path / "no" / "dir" / "a.json", {"x": 1}) == (
+        f"cannot write the JSON report {tmp_path}/no/dir/a.json: No such file or directory")
+    assert jsonreport.write(tmp_path, {"x": 1}) == (
+        f"cannot write the JSON report {tmp_path}: Is a directory")
+    assert sorted(os.listdir(tmp_path)) == []  # no temporary file left behind
+
+
+VANISH = """
+import shutil
+
+def pytest_collection_finish(session):
+    shutil.rmtree("out")  # the report's directory goes away while the audit runs
+"""
+
+
+def test_a_report_that_cannot_be_written_at_the_end_keeps_the_summary(pytester: pytest.Pytester):
+    project = TokProject(pytester, ("-p", "no:xdist"))
+    project.jsonl("data/a.jsonl", [rec(1)])
+    project.write("conftest.py", VANISH)
+    (pytester.path / "out").mkdir()
+    result = project.run("--tokaudit-json=out/audit.json")
+    assert_no_crash(result)
+    assert result.ret == 0
+    assert summary_section(result)[1].startswith("data/a.jsonl")
+
+
+# -- I. safe writes: symlinks, FIFOs, stale temporary files --------------------------------------
+
+DATA = {"tool": "pytest-tokaudit", "n": 1}
+
+
+def written(path: Path) -> dict:
+    return json.loads(path.read_text())
+
+
+def test_a_new_report_gets_the_usual_file_mode(tmp_path: Path):
+    mask = os.umask(0o022)
+    os.umask(mask)
+    assert jsonreport.write(tmp_path / "a.json", DATA) is None
+    assert stat.S_IMODE((tmp_path / "a.json").stat().st_mode) == 0o666 & ~mask
+    (tmp_path / "a.json").chmod(0o640)
+    assert jsonreport.write(tmp_path / "a.json", {"n": 2}) is None
+    assert stat.S_IMODE((tmp_path / "a.json").stat().st_mode) == 0o640
+    assert written(tmp_path / "a.json") == {"n": 2}
+    assert os.listdir(tmp_path) == ["a.json"]
+
+
+def test_a_symlink_at_the_path_is_followed_not_replaced(tmp_path: Path):
+    (tmp_path / "reports").mkdir()
+    target = tmp_path / "reports" / "audit.json"
+    target.write_text("old")
+    link = tmp_path / "audit.json"
+    link.symlink_to(target)
+    assert jsonreport.write(link, DATA) is None
+    assert link.is_symlink() and os.readlink(link) == str(target)
+    assert written(target) == DATA
+    # A symlink to a file not there yet: the file is made where it points.
+    dangling = tmp_path / "new.json"
+    dangling.symlink_to(tmp_path / "reports" / "new.json")
+    assert jsonreport.write(dangling, DATA) is None
+    assert dangling.is_symlink() and written(tmp_path / "reports" / "new.json") == DATA
+
+
+def test_a_fifo_at_the_path_gets_the_report(tmp_path: Path):
+    fifo = tmp_path / "audit.json"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()), daemon=True)
+    reader.start()
+    assert jsonreport.write(fifo, DATA) is None
+    reader.join(timeout=30)
+    assert not reader.is_alive()
+    assert json.loads(got[0]) == DATA
+    assert stat.S_ISFIFO(fifo.stat().st_mode)  # still the FIFO, not a file put in its place
+
+
+def test_a_stale_tmp_symlink_is_never_written_through(tmp_path: Path):
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    (tmp_path / "audit.json.tmp").symlink_to(victim)
+    assert jsonreport.write(tmp_path / "audit.json", DATA) is None
+    assert victim.read_text() == "keep me"
+    assert (tmp_path / "audit.json.tmp").is_symlink()
+    assert written(tmp_path / "audit.json") == DATA
+    assert not (tmp_path / "audit.json").is_symlink()
+
+
+def test_the_plugin_writes_through_a_symlink(pytester: pytest.Pytester):
+    project = TokProject(pytester, ("-p", "no:xdist"))
+    project.jsonl("data/a.jsonl", [rec(1)])
+    (pytester.path / "reports").mkdir()
+    (pytester.path / "audit.json").symlink_to(pytester.path / "reports" / "audit.json")
+    result = project.run("--tokaudit-json=audit.json")
+    assert result.ret == 0
+    assert (pytester.path / "audit.json").is_symlink()
+    assert written(pytester.path / "reports" / "audit.json")["files"][0]["path"] == "data/a.jsonl"
