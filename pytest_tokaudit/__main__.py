@@ -13,8 +13,39 @@ import sys
 import pytest
 
 from . import jsonreport
-from .dataset import IdIndex, evaluate
+from .contract import Contract
+from .dataset import IdIndex, Outcome, evaluate
 from .report import summary_lines
+
+# The dataset checks in the order evaluate() reports them; the last two need record ids.
+CHECK_ORDER = ("budget", "unique_ids", "expected_ids")
+ID_CHECKS = ("unique_ids", "expected_ids")
+
+
+def id_checks(reports: list[jsonreport.Report]) -> tuple[Contract, list[Outcome]]:
+    """The contract to judge the union with, and the id checks no verdict can be given for.
+
+    A report keeps its files' record ids only when its run configured an id check. An id
+    check that any report configured is judged when every report kept its ids (whichever
+    comes first on the command line), and skipped, naming the reports, when one did not:
+    a verdict on some of the ids would pass duplicates it never saw.
+    """
+    contract = reports[0].contract
+    wanted = [name for name in ID_CHECKS if any(getattr(r.contract, name) for r in reports)]
+    lacking = [r.name for r in reports if not r.keeps_ids]
+    if lacking:
+        reason = "; ".join(f"{name} was written with tokaudit_unique_ids = false: its ids "
+                           "were not kept" for name in lacking)
+        skipped = [Outcome(name, "skipped", reason) for name in wanted]
+        # The merged report must not claim ids it lacks: a later merge skips these too.
+        want = {"unique_ids": False, "expected_ids": ""}
+    else:
+        skipped = []
+        manifest = next((r.contract.expected_ids for r in reports if r.contract.expected_ids), "")
+        want = {"unique_ids": "unique_ids" in wanted, "expected_ids": manifest}
+    changes = {k: v for k, v in want.items() if getattr(contract, k) != v}
+    return (contract.replace_from("merge", **changes) if changes else contract), skipped
+
 
 def merge(paths: list[str], out: str | None) -> int:
     if out:
@@ -32,14 +63,15 @@ def merge(paths: list[str], out: str | None) -> int:
             seen[summary.path] = report.name
             files.append(summary)
     files.sort(key=lambda s: s.path)
-    contract = reports[0].contract
+    contract, skipped = id_checks(reports)
     index = None
     if contract.unique_ids or contract.expected_ids:
         index = IdIndex()
         for summary in files:
             index.add(summary)
     partial = "; ".join(f"{r.name}: {r.partial}" for r in reports if r.partial) or None
-    outcomes = evaluate(files, index, contract, partial)
+    outcomes = evaluate(files, index, contract, partial) + skipped
+    outcomes.sort(key=lambda o: CHECK_ORDER.index(o.name) if o.name in CHECK_ORDER else len(CHECK_ORDER))
     print("\n".join(summary_lines(files, contract)))
     # A whole file's summary already holds its file-level verdicts (outliers, mean, ...).
     failed_files = [s.path for s in files if s.bad_records or s.file_findings]
