@@ -2,7 +2,7 @@
 
 For audits split over CI jobs: each job writes --tokaudit-json; this combines them, prints
 the summary table and evaluates the dataset checks on the union. Exit 0 passed, 1 failed,
-2 usage error.
+2 usage error (a report that is not valid, a --json target that cannot be written).
 """
 
 from __future__ import annotations
@@ -10,43 +10,78 @@ from __future__ import annotations
 import argparse
 import sys
 
+import pytest
+
 from . import jsonreport
-from .contract import Contract, ContractError
+from .contract import Contract
 from .controller import Coverage, coverage_outcome
-from .dataset import IdIndex, evaluate
+from .dataset import IdIndex, Outcome, evaluate
 from .report import summary_lines
+
+# The dataset checks in the order evaluate() reports them; the last two need record ids.
+CHECK_ORDER = ("budget", "unique_ids", "expected_ids")
+ID_CHECKS = ("unique_ids", "expected_ids")
+
+
+def id_checks(reports: list[jsonreport.Report]) -> tuple[Contract, list[Outcome]]:
+    """The contract to judge the union with, and the id checks no verdict can be given for.
+
+    A report keeps its files' record ids only when its run configured an id check. An id
+    check that any report configured is judged when every report kept its ids (whichever
+    comes first on the command line), and skipped, naming the reports, when one did not:
+    a verdict on some of the ids would pass duplicates it never saw.
+    """
+    contract = reports[0].contract
+    wanted = [name for name in ID_CHECKS if any(getattr(r.contract, name) for r in reports)]
+    lacking = [r.name for r in reports if not r.keeps_ids]
+    if lacking:
+        reason = "; ".join(f"{name} was written with tokaudit_unique_ids = false: its ids "
+                           "were not kept" for name in lacking)
+        skipped = [Outcome(name, "skipped", reason) for name in wanted]
+        # The merged report must not claim ids it lacks: a later merge skips these too.
+        want = {"unique_ids": False, "expected_ids": ""}
+    else:
+        skipped = []
+        manifest = next((r.contract.expected_ids for r in reports if r.contract.expected_ids), "")
+        want = {"unique_ids": "unique_ids" in wanted, "expected_ids": manifest}
+    changes = {k: v for k, v in want.items() if getattr(contract, k) != v}
+    return (contract.replace_from("merge", **changes) if changes else contract), skipped
 
 
 def merge(paths: list[str], out: str | None) -> int:
+    if out:
+        jsonreport.check_writable(out, "--json")  # before any work, not after the verdict
     reports = [jsonreport.load(p) for p in paths]
-    contract = Contract.from_json(reports[0]["contract"])
-    for path, report in zip(paths[1:], reports[1:]):
-        if report["contract"] != reports[0]["contract"]:
-            print(f"warning: {path} was made with another contract than {paths[0]}; "
+    for report in reports[1:]:
+        if report.contract_json != reports[0].contract_json:
+            print(f"warning: {report.name} was made with another contract than {paths[0]}; "
                   f"using the first", file=sys.stderr)
     files, seen = [], {}
-    for path, report in zip(paths, reports):
-        for summary in jsonreport.summaries(report):
+    for report in reports:
+        for summary in report.files:
             if summary.path in seen:
-                raise ValueError(f"{summary.path} is in both {seen[summary.path]} and {path}")
-            seen[summary.path] = path
+                raise ValueError(f"{summary.path} is in both {seen[summary.path]} and {report.name}")
+            seen[summary.path] = report.name
             files.append(summary)
     files.sort(key=lambda s: s.path)
+    contract, skipped = id_checks(reports)
     index = None
     if contract.unique_ids or contract.expected_ids:
         index = IdIndex()
         for summary in files:
             index.add(summary)
-    if all(isinstance(r.get("coverage"), dict) for r in reports):
+    if all(r.coverage is not None for r in reports):
         # The union is judged as one run: complete when, together, the reports audited
         # every file of the dataset to the end.
-        cov = Coverage.union([r["coverage"] for r in reports])
-        partial = cov.unjudgeable or ""
+        cov = Coverage.union([r.coverage for r in reports])
+        partial = cov.unjudgeable
         outcomes = [coverage_outcome(cov, contract)]
-    else:  # reports of a version that did not record coverage
-        partial = "; ".join(f"{p}: {r['partial']}" for p, r in zip(paths, reports) if r.get("partial"))
+    else:  # a report of a version that did not record coverage
+        partial = "; ".join(f"{r.name}: {r.partial}" for r in reports if r.partial) or None
         outcomes = []
-    outcomes += evaluate(files, index, contract, partial or None)
+    outcomes += evaluate(files, index, contract, partial) + skipped
+    order = ("coverage", *CHECK_ORDER)
+    outcomes.sort(key=lambda o: order.index(o.name) if o.name in order else len(order))
     print("\n".join(summary_lines(files, contract)))
     # A whole file's summary already holds its file-level verdicts (outliers, mean, ...).
     failed_files = [s.path for s in files if s.bad_records or s.file_findings]
@@ -59,7 +94,10 @@ def merge(paths: list[str], out: str | None) -> int:
             for line in o.lines:
                 print(f"    {line}")
     if out:
-        jsonreport.write(out, jsonreport.build(files, outcomes, contract, partial or None))
+        problem = jsonreport.write(out, jsonreport.build(files, outcomes, contract, partial))
+        if problem:
+            print(f"error: {problem}", file=sys.stderr)
+            return 2
     return 1 if failed_files or any(o.outcome == "failed" for o in outcomes) else 0
 
 
@@ -72,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return merge(args.reports, args.json)
-    except (ValueError, ContractError) as exc:
+    except (ValueError, pytest.UsageError) as exc:  # ReportError, ContractError, check_writable
         print(f"error: {exc}", file=sys.stderr)
         return 2
 

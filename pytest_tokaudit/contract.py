@@ -1,20 +1,49 @@
-"""The contract: every tolerance and field name, resolved once from ini / -o / CLI."""
+"""The contract: every tolerance and field name, resolved once from ini / -o / CLI.
+
+One list of keys (KEYS) says for each setting its ini type, its parser, its default and its
+help. Every way of making a contract goes through the same parsers: the ini file and -o
+(contract_from_config), a report's JSON (Contract.from_json), a conftest hook
+(Contract.replace), even dataclasses.replace (Contract.__post_init__). A bad value is a
+ContractError whose message names the key; contract_from_config makes it a UsageError.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import math
+import re
 import shlex
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable
 
 import pytest
 
 MISSING = object()
 
+# Bounds: counts travel as JSON through orjson (64-bit integers at most), and a bad-record
+# list longer than MAX_SHOWN helps nobody.
+MAX_COUNT = 2**63 - 1
+MAX_SHOWN = 10**6
+MAX_SHARE = 100.0  # 10000%: a larger share is a typo, not a tolerance
+MAX_PRICE = 10**6  # per million tokens
+MAX_TOKEN_ID = 2**32 - 1  # tokenizers hold ids as u32
+
+# What this pytest reads: TOML tables that keep their types ([tool.pytest], pytest.toml) came
+# in pytest 9.0, ini types that are unions such as `str | int` in 9.2 ("int" and "float"
+# types in 8.4, but before 9.0 every value reaches a plugin as text or a list anyway).
+_PYTEST = tuple(int(p) for p in pytest.version_tuple[:2])
+_TYPED_TOML = _PYTEST >= (9, 0)
+_UNION_TYPES = _PYTEST >= (9, 2)
+
 
 class ContractError(ValueError):
     """A configuration value that cannot be used; the message names the key."""
+
+
+def is_token_id(spec: str) -> bool:
+    """'151668' is an id; '²' and '٣' are not (str.isdigit alone accepts both)."""
+    return spec.isascii() and spec.isdigit()
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,150 +67,307 @@ def _fmt_rel(value: float) -> str:
     return f"{value * 100:g}%"
 
 
-def parse_rel(text: str) -> float:
-    """'2%' or '0.02' -> 0.02."""
-    text = text.strip()
-    pct = text.endswith("%")
-    try:
-        value = float(text[:-1] if pct else text)
-    except ValueError:
-        raise ContractError(f"expected a number like 0.02 or 2%, got {text!r}") from None
-    if pct:
-        value /= 100
-    if not math.isfinite(value) or value < 0:
-        raise ContractError(f"expected a non-negative number, got {text!r}")
-    return value
+# -- parsers ----------------------------------------------------------------------------------
+# Each takes whatever can reach it: a str (pytest.ini, -o, [tool.pytest.ini_options] scalars,
+# a report's JSON), a list (an "args" key), a bool, int or float (TOML), or the parsed value
+# itself (Contract.replace, dataclasses.replace). Numbers in text are plain ASCII decimals:
+# no sign, no exponent, no nan/inf, no '²' or '٣'.
+
+_WHOLE = re.compile(r"-?[0-9]+")  # the sign only to say "non-negative"
+_DECIMAL = re.compile(r"-?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)")
 
 
-def parse_count(text: str) -> int:
-    try:
-        value = int(text.strip())
-    except ValueError:
-        raise ContractError(f"expected a whole number, got {text!r}") from None
-    if value < 0:
-        raise ContractError(f"expected a non-negative whole number, got {text!r}")
-    return value
+def _unset(value: Any) -> bool:
+    return value is None or (isinstance(value, str) and not value.strip())
 
 
-def parse_allowance(text: str) -> Allowance:
-    text = text.strip()
-    if text.endswith("%"):
-        return Allowance(parse_rel(text), relative=True)
-    try:
-        return Allowance(parse_count(text), relative=False)
-    except ContractError:
-        raise ContractError(
-            f"expected a count like 3 or a share like 0.5%, got {text!r}"
-        ) from None
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
-def parse_bool(text: str) -> bool:
-    low = text.strip().lower()
-    if low in ("1", "true", "yes", "on"):
-        return True
-    if low in ("0", "false", "no", "off", ""):
-        return False
-    raise ContractError(f"expected true or false, got {text!r}")
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def parse_optional_count(text: str) -> int | None:
-    return None if not text.strip() else parse_count(text)
+def _shown(value: Any) -> str:
+    return repr(value.strip()) if isinstance(value, str) else repr(value)
 
 
-def parse_optional_rel(text: str) -> float | None:
-    return None if not text.strip() else parse_rel(text)
+def parse_count(value: Any, *, hi: int = MAX_COUNT) -> int:
+    """A whole number from 0 to `hi`: 12 or '12'."""
+    text = value.strip() if isinstance(value, str) else None
+    if _is_int(value):
+        n = value
+    elif text is not None and _WHOLE.fullmatch(text):
+        n = int(text)
+    else:
+        raise ContractError(f"expected a whole number, got {_shown(value)}")
+    if n < 0:
+        raise ContractError(f"expected a non-negative whole number, got {_shown(value)}")
+    if n > hi:
+        raise ContractError(f"{n} is out of range: at most {hi:,}")
+    return n
 
 
-def parse_words(text: str) -> tuple[str, ...]:
-    try:
-        return tuple(shlex.split(text))
-    except ValueError as exc:
-        raise ContractError(f"cannot split {text!r}: {exc}") from None
+def parse_optional_count(value: Any) -> int | None:
+    return None if _unset(value) else parse_count(value)
 
 
-def parse_field(text: str) -> tuple[str, ...]:
+def parse_rel(value: Any, *, hi: float = MAX_SHARE) -> float:
+    """A share: '2%', '0.02', 0.02 -> 0.02."""
+    if _is_number(value):
+        share = float(value)
+    elif isinstance(value, str):
+        text = value.strip()
+        pct = text.endswith("%")
+        number = text[:-1].rstrip() if pct else text
+        if not _DECIMAL.fullmatch(number):
+            raise ContractError(f"expected a number like 0.02 or 2%, got {text!r}")
+        share = float(number) / 100 if pct else float(number)
+    else:
+        raise ContractError(f"expected a number like 0.02 or 2%, got {value!r}")
+    if not math.isfinite(share) or share < 0:
+        raise ContractError(f"expected a non-negative number, got {_shown(value)}")
+    if share > hi:
+        raise ContractError(f"{_shown(value)} is out of range: at most {_fmt_rel(hi)}")
+    return share
+
+
+def parse_optional_rel(value: Any) -> float | None:
+    return None if _unset(value) else parse_rel(value)
+
+
+def parse_allowance(value: Any) -> Allowance:
+    """A count of records (3, '3') or a share of them ('0.5%'); an Allowance as it is."""
+    if isinstance(value, Allowance):
+        if value.relative:
+            return Allowance(parse_rel(value.value, hi=1.0), relative=True)
+        if isinstance(value.value, float) and value.value.is_integer():
+            return Allowance(parse_count(int(value.value)), relative=False)
+        return Allowance(parse_count(value.value), relative=False)
+    if isinstance(value, str) and value.strip().endswith("%"):
+        return Allowance(parse_rel(value, hi=1.0), relative=True)
+    if _is_int(value) or (isinstance(value, str) and _WHOLE.fullmatch(value.strip())):
+        return Allowance(parse_count(value), relative=False)
+    raise ContractError(f"expected a count like 3 or a share like 0.5%, got {_shown(value)}")
+
+
+_TRUE = {"1", "true", "yes", "on", "y", "t"}
+_FALSE = {"0", "false", "no", "off", "n", "f"}
+
+
+def parse_bool(value: Any) -> bool:
+    """true/false, yes/no, on/off, 1/0 (the words pytest's own "bool" type takes)."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        low = value.strip().lower()
+        if low in _TRUE:
+            return True
+        if low in _FALSE:
+            return False
+    raise ContractError(f"expected true or false, got {_shown(value)}")
+
+
+def parse_words(value: Any) -> tuple[str, ...]:
+    """Words separated as in a shell ('a "b c"'), or a list of them (TOML, an "args" key)."""
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        try:
+            return tuple(shlex.split(value))
+        except ValueError as exc:
+            raise ContractError(f"cannot split {value!r}: {exc}") from None
+    if not isinstance(value, (list, tuple)):
+        raise ContractError(f"expected words or a list of them, got {value!r}")
+    words = []
+    for item in value:
+        if _is_int(item) and item >= 0:
+            item = str(item)  # a token id written as a TOML integer
+        if not isinstance(item, str) or not item:
+            raise ContractError(f"expected a list of non-empty strings, got {item!r} in {value!r}")
+        words.append(item)
+    return tuple(words)
+
+
+def parse_patterns(value: Any) -> tuple[str, ...]:
+    patterns = parse_words(value)
+    if not patterns:
+        raise ContractError("expected at least one file name pattern, like *.jsonl")
+    return patterns
+
+
+def parse_tokens(value: Any) -> tuple[str, ...]:
+    """Token ids and names; an id must fit a vocabulary (names are checked when resolved)."""
+    specs = parse_words(value)
+    for spec in specs:
+        if is_token_id(spec) and int(spec) > MAX_TOKEN_ID:
+            raise ContractError(f"token id {spec} is out of range: at most {MAX_TOKEN_ID:,}")
+    return specs
+
+
+def parse_field(value: Any) -> tuple[str, ...]:
     """A field name; dots reach into nested objects ('usage.completion_tokens')."""
-    text = text.strip()
-    return tuple(text.split(".")) if text else ()
+    if isinstance(value, (tuple, list)):
+        parts = tuple(value)
+        text = ".".join(map(str, parts))
+    elif isinstance(value, str):
+        text = value.strip()
+        parts = tuple(text.split(".")) if text else ()
+    else:
+        raise ContractError(f"expected a field name like usage.completion_tokens, got {value!r}")
+    if any(not isinstance(p, str) or not p.strip() for p in parts):
+        raise ContractError(f"expected a field name like usage.completion_tokens, got {text!r}")
+    return parts
 
 
-def parse_optional_price(text: str) -> float | None:
-    if not text.strip():
+def parse_required_field(value: Any) -> tuple[str, ...]:
+    parts = parse_field(value)
+    if not parts:
+        raise ContractError("must not be empty: name the field, like completion_tokens")
+    return parts
+
+
+def parse_path(value: Any) -> str:
+    if not isinstance(value, str):
+        raise ContractError(f"expected a path, got {value!r}")
+    return value.strip()
+
+
+def parse_optional_price(value: Any) -> float | None:
+    if _unset(value):
         return None
-    try:
-        value = float(text)
-    except ValueError:
-        raise ContractError(f"expected a price like 0.60, got {text!r}") from None
-    if not math.isfinite(value) or value < 0:
-        raise ContractError(f"expected a non-negative price, got {text!r}")
-    return value
+    if _is_number(value):
+        price = float(value)
+    elif isinstance(value, str) and _DECIMAL.fullmatch(value.strip()):
+        price = float(value.strip())
+    else:
+        raise ContractError(f"expected a price like 0.60, got {_shown(value)}")
+    if not math.isfinite(price) or price < 0:
+        raise ContractError(f"expected a non-negative price, got {_shown(value)}")
+    if price > MAX_PRICE:
+        raise ContractError(f"{_shown(value)} is out of range: at most {MAX_PRICE:,}")
+    return price
 
+
+# -- the keys -----------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
 class Key:
-    """One ini key: its contract attribute, parser, default and help."""
+    """One ini key: its contract attribute, parser, default, help and kind of value.
+
+    `kind` picks the type pytest reads the key with: "bool", "args" (words), "int" (a whole
+    number, never empty), "int?" (a whole number or a text: empty, '0.5%'), "float" (a
+    number or a text: '2%', empty), "string".
+    """
+
+    EXPECTS = {
+        "bool": "expected true or false",
+        "args": "expected words separated by spaces, or a list of strings",
+        "int": "expected a whole number",
+        "int?": "expected a whole number or a text",
+        "float": "expected a number or a text like 2%",
+        "string": "expected a string",
+    }
 
     name: str
     attr: str
-    parse: Callable[[str], Any]
+    parse: Callable[[Any], Any]
     default: str
     help: str
+    kind: str = "string"
+
+    @property
+    def ini_type(self) -> Any:
+        """The `type` for parser.addini, so that a typed TOML table's values get through.
+
+        Text comes first wherever pytest allows: an ini file's strings then reach the parser
+        as written and are judged alike in every pytest. pytest 9.0 and 9.1 check a typed
+        table against one type only: there a bool key is "bool" (pytest reads 'true'), a
+        count "int" (pytest's int() reads the text), and a key that also takes text ('2%',
+        empty for unset) stays "string", so the table needs a string for it.
+        """
+        if self.kind == "args":
+            return "args"
+        if _UNION_TYPES:
+            unions = {"bool": str | bool, "int": str | int, "int?": str | int, "float": str | float}
+            return unions.get(self.kind, "string")
+        if _TYPED_TOML and self.kind in ("bool", "int"):
+            return self.kind
+        return "string"
 
 
 KEYS: tuple[Key, ...] = (
-    Key("tokaudit_glob", "glob", parse_words, "*.jsonl *.jsonl.gz *.jsonl.zst",
-        "file name patterns collected as audit items"),
-    Key("tokaudit_ids_field", "ids_field", parse_field, "output_ids",
+    Key("tokaudit_glob", "glob", parse_patterns, "*.jsonl *.jsonl.gz *.jsonl.zst",
+        "file name patterns collected as audit items", "args"),
+    Key("tokaudit_ids_field", "ids_field", parse_required_field, "output_ids",
         "field holding the token ids (dots reach into nested objects)"),
-    Key("tokaudit_count_field", "count_field", parse_field, "completion_tokens",
+    Key("tokaudit_count_field", "count_field", parse_required_field, "completion_tokens",
         "field holding the billed token count"),
     Key("tokaudit_id_field", "id_field", parse_field, "sample_id",
         "field identifying a record (empty: records have no id)"),
     Key("tokaudit_where", "where", parse_field, "",
         "audit only records whose field is present and truthy; others are skipped"),
     Key("tokaudit_count_abs", "count_abs", parse_count, "8",
-        "per record: |billed - counted| <= max(abs, rel * billed)"),
+        "per record: |billed - counted| <= max(abs, rel * billed)", "int"),
     Key("tokaudit_count_rel", "count_rel", parse_rel, "2%",
-        "per record: relative part of the count tolerance (0.02 or 2%)"),
+        "per record: relative part of the count tolerance (0.02 or 2%)", "float"),
     Key("tokaudit_count_outliers", "count_outliers", parse_allowance, "0",
-        "per file: records allowed to break the count tolerance (3 or 0.5%)"),
+        "per file: records allowed to break the count tolerance (3 or 0.5%)", "int?"),
     Key("tokaudit_count_mean_rel", "count_mean_rel", parse_optional_rel, "0.5%",
-        "per file: mean |diff| / mean billed must not exceed it (empty: off)"),
-    Key("tokaudit_require_once", "require_once", parse_words, "",
-        "per record: tokens that occur exactly once (ids, or names with a tokenizer)"),
-    Key("tokaudit_require_last", "require_last", parse_words, "",
-        "per record: the last token is one of these"),
-    Key("tokaudit_forbid", "forbid", parse_words, "",
-        "per record: tokens that never occur"),
+        "per file: mean |diff| / mean billed must not exceed it (empty: off)", "float"),
+    Key("tokaudit_require_once", "require_once", parse_tokens, "",
+        "per record: tokens that occur exactly once (ids, or names with a tokenizer)", "args"),
+    Key("tokaudit_require_last", "require_last", parse_tokens, "",
+        "per record: the last token is one of these", "args"),
+    Key("tokaudit_forbid", "forbid", parse_tokens, "",
+        "per record: tokens that never occur", "args"),
     Key("tokaudit_allow_empty", "allow_empty", parse_bool, "false",
-        "a file with no audited record passes"),
-    Key("tokaudit_max_shown", "max_shown", parse_count, "20",
-        "cap on bad records shown per file (the rest are counted)"),
-    Key("tokaudit_tokenizer", "tokenizer", str.strip, "",
+        "a file with no audited record passes", "bool"),
+    Key("tokaudit_max_shown", "max_shown", lambda v: parse_count(v, hi=MAX_SHOWN), "20",
+        "cap on bad records shown per file (the rest are counted)", "int"),
+    Key("tokaudit_tokenizer", "tokenizer", parse_path, "",
         "local Hugging Face tokenizer directory (relative to the ini file)"),
     Key("tokaudit_trust_remote_code", "trust_remote_code", parse_bool, "false",
-        "allow a tokenizer's own Python code (auto_map) to run"),
+        "allow a tokenizer's own Python code (auto_map) to run", "bool"),
     Key("tokaudit_roundtrip_rel", "roundtrip_rel", parse_optional_rel, "",
-        "per record: decode->encode edit distance / len(ids) must not exceed it"),
+        "per record: decode->encode edit distance / len(ids) must not exceed it", "float"),
     Key("tokaudit_shard_size", "shard_size", parse_count, "134217728",
-        "uncompressed files larger than this many bytes are audited in shards"),
+        "uncompressed files larger than this many bytes are audited in shards", "int"),
     Key("tokaudit_budget", "budget", parse_optional_count, "",
-        "dataset: billed tokens summed over all files must not exceed it"),
+        "dataset: billed tokens summed over all files must not exceed it", "int?"),
     Key("tokaudit_price_per_mtok", "price_per_mtok", parse_optional_price, "",
-        "dataset: price per million billed tokens, for the money column"),
+        "dataset: price per million billed tokens, for the money column", "float"),
     Key("tokaudit_unique_ids", "unique_ids", parse_bool, "false",
-        "dataset: a record id appears once across all audited files"),
-    Key("tokaudit_expected_ids", "expected_ids", str.strip, "",
+        "dataset: a record id appears once across all audited files", "bool"),
+    Key("tokaudit_expected_ids", "expected_ids", parse_path, "",
         "dataset: manifest of ids that must have a record (relative to the ini file)"),
     Key("tokaudit_baseline_rel", "baseline_rel", parse_rel, "10%",
-        "baseline: how much worse than the baseline a file may get"),
+        "baseline: how much worse than the baseline a file may get", "float"),
 )
 KEYS_BY_ATTR = {k.attr: k for k in KEYS}
+TOKEN_ATTRS = ("require_once", "require_last", "forbid")
+
+
+def add_ini_keys(parser: pytest.Parser) -> None:
+    """Register every key with pytest, typed so that TOML values arrive as written."""
+    for key in KEYS:
+        default = f"default: {key.default}" if key.default else "default: unset"
+        parser.addini(key.name, f"tokaudit: {key.help} ({default})", type=key.ini_type,
+                      default=None)
+
+
+def parse_key(key: Key, value: Any) -> Any:
+    """`key`'s parser, its error messages prefixed with the key's name."""
+    try:
+        return key.parse(value)
+    except ContractError as exc:
+        raise ContractError(f"{key.name}: {exc}") from None
 
 
 @dataclass(frozen=True)
 class Contract:
-    """The resolved contract. Adjust per path with `dataclasses.replace`."""
+    """The resolved contract. Adjust it per path with `replace` (it validates, as ini does)."""
 
     glob: tuple[str, ...]
     ids_field: tuple[str, ...]
@@ -213,15 +399,45 @@ class Contract:
     # key name -> (text as written, where it came from); for failure messages.
     sources: dict[str, tuple[str, str]] = field(default_factory=dict, compare=False)
 
+    def __post_init__(self) -> None:
+        # Every way of making a contract lands here (dataclasses.replace too): parse each
+        # value again, so a text ('2%'), an int or the parsed value are all accepted and a bad
+        # one is refused, naming its key.
+        for key in KEYS:
+            object.__setattr__(self, key.attr, parse_key(key, getattr(self, key.attr)))
+        if self.roundtrip_rel is not None and not self.tokenizer:
+            raise ContractError(
+                "tokaudit_roundtrip_rel needs a tokenizer: set tokaudit_tokenizer to a local "
+                "tokenizer directory (or pass --tokaudit-tokenizer=DIR)"
+            )
+
     def replace(self, **changes: Any) -> Contract:
-        """A copy with some values changed, e.g. in pytest_tokaudit_contract."""
+        """A copy with some values changed, e.g. in pytest_tokaudit_contract.
+
+        Values take the forms the ini file takes: `count_rel="2%"` or `0.02`,
+        `count_outliers=5`, `"0.5%"` or an Allowance, `where="meta.provider"` or a tuple.
+        """
+        return self.replace_from("pytest_tokaudit_contract", **changes)
+
+    def replace_from(self, origin: str, **changes: Any) -> Contract:
+        """`replace`, naming `origin` as where the changed values came from."""
+        resolved = {"require_once_ids", "require_last_ids", "forbid_ids"}
+        unknown = sorted(changes.keys() - KEYS_BY_ATTR.keys() - resolved)
+        if unknown:
+            raise ContractError(f"unknown contract value {', '.join(unknown)}; known: "
+                                f"{', '.join(KEYS_BY_ATTR)}")
         sources = dict(self.sources)
+        values = {}
         for attr, value in changes.items():
-            if attr in KEYS_BY_ATTR:
-                sources[KEYS_BY_ATTR[attr].name] = (_text(attr, value), "pytest_tokaudit_contract")
-        new = dataclasses.replace(self, **changes, sources=sources)
-        token_keys = {"require_once", "require_last", "forbid"}
-        if token_keys & changes.keys():
+            if attr in resolved:
+                values[attr] = value
+                continue
+            key = KEYS_BY_ATTR[attr]
+            values[attr] = parse_key(key, value)
+            text = _source_text(key, value, values[attr])
+            sources[key.name] = (text, origin)
+        new = dataclasses.replace(self, **values, sources=sources)
+        if {*TOKEN_ATTRS, "tokenizer", "trust_remote_code"} & changes.keys():
             new = new.resolve_tokens()
         return new
 
@@ -231,7 +447,7 @@ class Contract:
     @property
     def needs_tokenizer(self) -> bool:
         specs = self.require_once + self.require_last + self.forbid
-        return self.roundtrip_rel is not None or not all(s.isdigit() for s in specs)
+        return self.roundtrip_rel is not None or not all(map(is_token_id, specs))
 
     def token_label(self, token: int) -> str:
         """'151645' or, with a tokenizer, "151645 ('<|im_end|>')"."""
@@ -254,14 +470,14 @@ class Contract:
     def resolve_tokens(self) -> Contract:
         """Turn token specs (ids or names) into ids; names need a tokenizer."""
         resolved = {}
-        for attr in ("require_once", "require_last", "forbid"):
+        for attr in TOKEN_ATTRS:
             specs = getattr(self, attr)
             key = KEYS_BY_ATTR[attr].name
-            if all(s.isdigit() for s in specs):
+            names = [s for s in specs if not is_token_id(s)]
+            if not names:
                 resolved[attr + "_ids"] = tuple(int(s) for s in specs)
                 continue
             if not self.tokenizer:
-                names = [s for s in specs if not s.isdigit()]
                 raise ContractError(
                     f"{key}: token names {names} need a tokenizer; set tokaudit_tokenizer "
                     "to a local tokenizer directory, or write token ids"
@@ -291,27 +507,48 @@ class Contract:
         return out
 
     @classmethod
-    def from_json(cls, texts: dict[str, str], origin: str = "report") -> Contract:
-        """The contract a JSON report was made with (token names left unresolved)."""
+    def from_json(cls, texts: Any, origin: str = "report") -> Contract:
+        """The contract a JSON report was made with (token names left unresolved).
+
+        ContractError names the key of a bad value; a key the report lacks takes its default.
+        """
+        if not isinstance(texts, dict):
+            raise ContractError(f"expected an object of tokaudit_* keys, got {texts!r}")
         values, sources = {}, {}
         for key in KEYS:
             text = texts.get(key.name, key.default)
-            values[key.attr] = key.parse(text)
+            if not isinstance(text, str):
+                raise ContractError(f"{key.name}: expected a string as written in pytest.ini, "
+                                    f"got {text!r}")
+            values[key.attr] = parse_key(key, text)
             sources[key.name] = (text, origin)
         return cls(**values, sources=sources)
 
 
 PATH_ATTRS = ("tokenizer", "expected_ids")
 FIELD_ATTRS = ("ids_field", "count_field", "id_field", "where")
+_PLAIN_WORD = re.compile(r"[^\s'\"\\]+")
 
 
 def _text(attr: str, value: Any) -> str:
     """A value as it would be written in pytest.ini."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
     if isinstance(value, tuple):
-        return ("." if attr in FIELD_ATTRS else " ").join(map(str, value))
+        if attr in FIELD_ATTRS:
+            return ".".join(value)
+        return " ".join(w if _PLAIN_WORD.fullmatch(w) else shlex.quote(w) for w in value)
     if isinstance(value, float) and attr != "price_per_mtok":
         return _fmt_rel(value)
     return "" if value is None else str(value)
+
+
+def _source_text(key: Key, raw: Any, value: Any) -> str:
+    """What a failure message quotes: the text as written; a bool, a list or a TOML number
+    as pytest.ini would hold it (pytest gives TOML's true as 'True', or as True)."""
+    if isinstance(raw, str) and key.kind != "bool":
+        return raw.strip()
+    return _text(key.attr, value)
 
 
 def contract_from_config(config: pytest.Config) -> Contract:
@@ -325,33 +562,32 @@ def contract_from_config(config: pytest.Config) -> Contract:
     values: dict[str, Any] = {}
     sources: dict[str, tuple[str, str]] = {}
     for key in KEYS:
-        raw = config.getini(key.name)
+        origin = "-o" if key.name in overrides else where_file
+        try:
+            raw = config.getini(key.name)
+        except (ValueError, TypeError, pytest.UsageError) as exc:
+            # pytest's own check of the ini type (a TOML bool where a list belongs, ...).
+            message = str(exc).removeprefix(f"{config.inipath}: ")
+            expects = Key.EXPECTS[key.kind]
+            raise pytest.UsageError(f"{key.name} ({origin}): {expects}: {message}") from None
         if raw is None:
-            text, origin = key.default, "default"
-        else:
-            text = raw
-            origin = "-o" if key.name in overrides else where_file
-        if key.name == "tokaudit_tokenizer":
+            raw, origin = key.default, "default"
+        if key.attr == "tokenizer":
             cli = config.getoption("tokaudit_tokenizer", None)
             if cli:
-                text, origin = cli, "--tokaudit-tokenizer"
+                raw, origin = cli, "--tokaudit-tokenizer"
         try:
-            value = key.parse(text)
+            value = key.parse(raw)
+            if key.attr in PATH_ATTRS and value:
+                value = str(_relative_to(config, value, origin))
+                _check_path(key, Path(value))
         except ContractError as exc:
             raise pytest.UsageError(f"{key.name} ({origin}): {exc}") from None
-        if key.attr in PATH_ATTRS and value:
-            value = str(_relative_to(config, value, origin))
         values[key.attr] = value
-        sources[key.name] = (text.strip(), origin)
-    if not values["ids_field"] or not values["count_field"]:
-        raise pytest.UsageError("tokaudit_ids_field and tokaudit_count_field must not be empty")
-    if values["roundtrip_rel"] is not None and not values["tokenizer"]:
-        raise pytest.UsageError(
-            "tokaudit_roundtrip_rel needs a tokenizer: set tokaudit_tokenizer to a local "
-            "tokenizer directory (or pass --tokaudit-tokenizer=DIR)"
-        )
-    contract = Contract(**values, sources=sources)
+        text = _source_text(key, raw, value)
+        sources[key.name] = (text, origin)
     try:
+        contract = Contract(**values, sources=sources)
         if contract.needs_tokenizer:
             contract.tokenizer_object()  # a bad directory is a usage error now, not per file
         return contract.resolve_tokens()
@@ -359,9 +595,21 @@ def contract_from_config(config: pytest.Config) -> Contract:
         raise pytest.UsageError(str(exc)) from None
 
 
-def _relative_to(config: pytest.Config, value: str, origin: str):
-    from pathlib import Path
+def _check_path(key: Key, path: Path) -> None:
+    """A configured directory or manifest that is not there: say so before auditing.
 
+    Only a stat: the tokenizer itself (and transformers) is loaded when a check needs it.
+    """
+    if key.attr == "tokenizer" and not path.is_dir():
+        what = "is not a directory" if path.exists() else "does not exist"
+        raise ContractError(f"tokenizer directory {path} {what}; give a local directory "
+                            "holding tokenizer.json / tokenizer_config.json")
+    if key.attr == "expected_ids" and not path.is_file():
+        what = "is not a file" if path.exists() else "does not exist"
+        raise ContractError(f"manifest {path} {what}")
+
+
+def _relative_to(config: pytest.Config, value: str, origin: str) -> Path:
     path = Path(value).expanduser()
     if path.is_absolute():
         return path

@@ -1,8 +1,18 @@
-"""The machine-readable audit (--tokaudit-json) and comparison with a baseline report."""
+"""The machine-readable audit (--tokaudit-json), reading it back, and the baseline.
+
+`write` never raises for a file-system problem and never writes through a stale temporary
+file; `load` validates a report fully, for the baseline and the merge command alike, and
+says which file, which entry and which field is wrong.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import math
 import os
+import stat
+import tempfile
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -10,11 +20,15 @@ import orjson
 import pytest
 
 from . import __version__
-from .contract import Contract
+from .contract import MAX_SHOWN, Contract, ContractError
 from .findings import Finding
 from .summary import FileSummary
 
 FORMAT = 1
+
+
+class ReportError(ValueError):
+    """A report that cannot be used; the message names the report and what is wrong in it."""
 
 
 def file_entry(s: FileSummary) -> dict[str, Any]:
@@ -61,29 +75,304 @@ def build(
     return data
 
 
-def write(path: str | os.PathLike, data: dict[str, Any]) -> None:
-    """Write atomically, so a reader (or a later --tokaudit-baseline) never sees half a file."""
+# -- writing ----------------------------------------------------------------------------------
+
+def check_writable(path: str | os.PathLike, option: str) -> None:
+    """UsageError (naming `option`) unless `write` could write `path`; call it before any work.
+
+    Creates and removes a temporary file where the report would go: permission bits alone
+    do not tell (root ignores them; a read-only mount does not).
+    """
     path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2))
-    tmp.replace(path)
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        st = None
+    except OSError as exc:
+        raise pytest.UsageError(f"{option}: cannot write {path}: {exc.strerror}") from None
+    if st is not None and stat.S_ISDIR(st.st_mode):
+        raise pytest.UsageError(f"{option}: cannot write {path}: it is a directory")
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        if not os.access(path, os.W_OK):  # a FIFO or a device, written straight to
+            raise pytest.UsageError(f"{option}: cannot write {path}: permission denied")
+        return
+    directory = _target(path).parent
+    if not directory.is_dir():
+        what = "is not a directory" if directory.exists() else "does not exist"
+        raise pytest.UsageError(f"{option}: cannot write {path}: {directory} {what}")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tokaudit-", suffix=".tmp")
+    except OSError as exc:
+        raise pytest.UsageError(
+            f"{option}: cannot write {path}: cannot create a file in {directory}: {exc.strerror}"
+        ) from None
+    os.close(fd)
+    os.unlink(tmp)
 
 
-def load(path: str | os.PathLike) -> dict[str, Any]:
-    """A report written by --tokaudit-json; ValueError says what is wrong with it."""
+def write(path: str | os.PathLike, data: dict[str, Any]) -> str | None:
+    """Write the report; None, or a one-line message saying why it could not be written.
+
+    Never raises for that: the caller prints the message, and the run's summary and verdict
+    stand. A regular file at `path` (or none) is replaced atomically through a fresh
+    temporary file in the same directory, so a reader (or a later --tokaudit-baseline)
+    never sees half a file; a symlink is followed and its target replaced so; a FIFO or a
+    device is written straight to.
+    """
+    try:
+        payload = orjson.dumps(data, option=orjson.OPT_INDENT_2)
+        _write(Path(path), payload)
+    except OSError as exc:
+        return f"cannot write the JSON report {path}: {exc.strerror or exc}"
+    except orjson.JSONEncodeError as exc:
+        return f"cannot write the JSON report {path}: {exc}"
+    return None
+
+
+def _target(path: Path) -> Path:
+    """The file a write to `path` lands in: a symlink's final target, else `path`."""
+    return Path(os.path.realpath(path)) if path.is_symlink() else path
+
+
+def _write(path: Path, payload: bytes) -> None:
+    try:
+        st = path.stat()  # follows a symlink
+    except FileNotFoundError:
+        st = None  # nothing there, or a symlink to nothing yet: create it
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        with open(path, "wb") as fh:  # a FIFO's reader gets the report; a directory raises
+            fh.write(payload)
+        return
+    target = _target(path)
+    # mkstemp: a new name, O_EXCL, mode 0600; nothing anyone left there is followed.
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(payload)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, stat.S_IMODE(st.st_mode) if st is not None else 0o666 & ~_umask())
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+# -- reading ----------------------------------------------------------------------------------
+
+@dataclass
+class Report:
+    """A validated report: its contract, whole-file summaries and the baseline figures."""
+
+    name: str  # the path as given, for messages
+    contract: Contract
+    contract_json: dict[str, str]
+    files: list[FileSummary]
+    partial: str | None
+    metrics: dict[str, dict[str, float]]  # file path -> METRICS figures
+    coverage: dict[str, Any] | None = None  # what the run covered (None: an older report)
+
+    @property
+    def keeps_ids(self) -> bool:
+        """Whether its files carry their record ids (only kept for the dataset id checks)."""
+        return self.contract.unique_ids or bool(self.contract.expected_ids)
+
+
+def load(path: str | os.PathLike) -> Report:
+    """A report written by --tokaudit-json; ReportError says what is wrong with it."""
     try:
         data = orjson.loads(Path(path).read_bytes())
     except OSError as exc:
-        raise ValueError(f"cannot read {path}: {exc.strerror}") from None
+        raise ReportError(f"cannot read {path}: {exc.strerror}") from None
     except orjson.JSONDecodeError as exc:
-        raise ValueError(f"{path} is not JSON: {exc}") from None
+        raise ReportError(f"{path} is not JSON: {exc}") from None
+    return validate(data, str(path))
+
+
+_COUNTS = (
+    "lines", "blank", "records", "audited", "skipped", "checked", "billed", "counted",
+    "absdiff", "max_absdiff", "findings", "allowable", "bad_records", "outlier_records",
+    "rt_checked", "rt_changed", "collected", "records_with_findings",
+)
+_RATIOS = (
+    "rt_ratio_sum", "rt_ratio_max", "mean_billed", "mean_counted", "mean_absdiff",
+    "mean_ratio", "rt_ratio_mean",
+)
+_FINDING_KEYS = {"check", "message", "line", "record_id", "allowable"}
+
+
+def validate(data: Any, name: str) -> Report:
+    """Every field the merge command and the baseline read, checked; ReportError names it."""
     if not isinstance(data, dict) or data.get("tool") != "pytest-tokaudit":
-        raise ValueError(f"{path} is not a pytest-tokaudit JSON report (--tokaudit-json)")
-    return data
+        raise ReportError(f"{name} is not a pytest-tokaudit JSON report (--tokaudit-json)")
+    v = _Checker(name)
+    fmt = data.get("format")
+    if not _is_int(fmt):
+        v.fail("format", "an integer", fmt)
+    if fmt > FORMAT:
+        raise ReportError(f"{name}: written in report format {fmt} by a newer pytest-tokaudit; "
+                          f"this one reads format {FORMAT}")
+    if "contract" not in data:
+        raise ReportError(f"{name}: contract is missing")
+    try:
+        contract = Contract.from_json(data["contract"])
+    except ContractError as exc:
+        raise ReportError(f"{name}: contract: {exc}") from None
+    partial = data.get("partial")
+    if partial is not None and not isinstance(partial, str):
+        v.fail("partial", "null or a string", partial)
+    v.list("files", data.get("files"))
+    if "totals" in data:
+        totals = v.object("totals", data["totals"])
+        for key, value in totals.items():
+            v.count(f"totals.{key}", value)
+    if "dataset" in data and not isinstance(data["dataset"], list):
+        v.fail("dataset", "a list", data["dataset"])
+    files, metrics, where = [], {}, {}
+    for i, entry in enumerate(data["files"]):
+        summary, figures = _file(v, f"files[{i}]", entry)
+        if summary.path in where:
+            raise ReportError(f"{name}: files[{i}].path {summary.path!r} is also "
+                              f"{where[summary.path]}.path")
+        where[summary.path] = f"files[{i}]"
+        files.append(summary)
+        metrics[summary.path] = figures
+    coverage = data.get("coverage")
+    if coverage is not None and not _coverage_ok(coverage):
+        raise ReportError(f"{name}: coverage is not a coverage section of a report")
+    return Report(name, contract, data["contract"], files, partial, metrics, coverage)
 
 
-def summaries(data: dict[str, Any]) -> list[FileSummary]:
-    return [FileSummary.from_json(orjson.dumps(f)) for f in data.get("files", [])]
+def _coverage_ok(cov: Any) -> bool:
+    lists = ("roots", "dataset", "audited", "unmatched")
+    return (
+        isinstance(cov, dict)
+        and all(isinstance(cov.get(k), list) and all(isinstance(x, str) for x in cov[k]) for k in lists)
+        and isinstance(cov.get("missing"), dict)
+        and all(isinstance(k, str) and isinstance(v, str) for k, v in cov["missing"].items())
+        and type(cov.get("records")) is int and type(cov.get("errors")) is int
+        and isinstance(cov.get("stopped"), str)
+    )
+
+
+def _file(v: _Checker, at: str, entry: Any) -> tuple[FileSummary, dict[str, float]]:
+    entry = v.object(at, entry)
+    if "path" not in entry:
+        raise ReportError(f"{v.name}: {at}.path is missing")
+    if not isinstance(entry["path"], str) or not entry["path"]:
+        v.fail(f"{at}.path", "a non-empty string", entry["path"])
+    for key in _COUNTS:
+        if key in entry:
+            v.count(f"{at}.{key}", entry[key])
+    if "max_shown" in entry:
+        v.count(f"{at}.max_shown", entry["max_shown"], hi=MAX_SHOWN)
+    for key in _RATIOS:
+        if key in entry:
+            v.ratio(f"{at}.{key}", entry[key])
+    if entry.get("shard") is not None or entry.get("shards", 1) != 1:
+        v.fail(f"{at}.shard", "null and shards 1 (a report holds whole files)",
+               entry.get("shard"))
+    if entry.get("read_error") is not None and not isinstance(entry["read_error"], str):
+        v.fail(f"{at}.read_error", "null or a string", entry["read_error"])
+    for key, n in v.object(f"{at}.by_check", entry.get("by_check", {})).items():
+        v.count(f"{at}.by_check.{key}", n)
+    for k, worst in enumerate(v.list(f"{at}.worst", entry.get("worst", []))):
+        here = f"{at}.worst[{k}]"
+        if not isinstance(worst, list) or len(worst) != 5:
+            v.fail(here, "[absdiff, -line, id, billed, counted]", worst)
+        v.count(f"{here}[0]", worst[0])
+        if not _is_int(worst[1]) or worst[1] >= 0:
+            v.fail(f"{here}[1]", "a line number, negated", worst[1])
+        v.record_id(f"{here}[2]", worst[2])
+        v.count(f"{here}[3]", worst[3])
+        v.count(f"{here}[4]", worst[4])
+    for key in ("shown", "shown_allowable", "file_findings"):
+        for k, finding in enumerate(v.list(f"{at}.{key}", entry.get(key, []))):
+            _finding(v, f"{at}.{key}[{k}]", finding)
+    ids = v.list(f"{at}.ids", entry.get("ids", []))
+    lines = v.list(f"{at}.id_lines", entry.get("id_lines", []))
+    for k, value in enumerate(ids):
+        v.record_id(f"{at}.ids[{k}]", value, allow_none=False)
+    for k, line in enumerate(lines):
+        v.count(f"{at}.id_lines[{k}]", line)
+    if len(ids) != len(lines):
+        raise ReportError(f"{v.name}: {at}.id_lines has {len(lines)} lines for {len(ids)} ids")
+    if "worst_records" in entry:
+        v.list(f"{at}.worst_records", entry["worst_records"])
+    known = {f.name for f in fields(FileSummary)}
+    try:
+        summary = FileSummary.from_json(orjson.dumps({k: entry[k] for k in known if k in entry}))
+    except (TypeError, ValueError) as exc:  # a field FileSummary has and this check lacks
+        raise ReportError(f"{v.name}: {at}: {exc}") from None
+    figures = {name: entry[name] if name in entry else get(summary)
+               for name, _, get, _ in METRICS}
+    return summary, figures
+
+
+def _finding(v: _Checker, at: str, finding: Any) -> None:
+    finding = v.object(at, finding)
+    extra = sorted(finding.keys() - _FINDING_KEYS)
+    if extra:
+        v.fail(at, f"a finding ({', '.join(sorted(_FINDING_KEYS))})", f"also {', '.join(extra)}")
+    for key in ("check", "message"):
+        if not isinstance(finding.get(key), str):
+            v.fail(f"{at}.{key}", "a string", finding.get(key))
+    if finding.get("line") is not None:
+        v.count(f"{at}.line", finding["line"])
+    v.record_id(f"{at}.record_id", finding.get("record_id"))
+    if not isinstance(finding.get("allowable", False), bool):
+        v.fail(f"{at}.allowable", "true or false", finding["allowable"])
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+class _Checker:
+    """Type checks that raise ReportError('NAME: files[3].billed must be an integer')."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def fail(self, at: str, what: str, value: Any) -> None:
+        got = repr(value)
+        got = got if len(got) <= 60 else got[:57] + "..."
+        raise ReportError(f"{self.name}: {at} must be {what}, got {got}")
+
+    def object(self, at: str, value: Any) -> dict[str, Any]:
+        if not isinstance(value, dict):
+            self.fail(at, "an object", value)
+        return value
+
+    def list(self, at: str, value: Any) -> list[Any]:
+        if not isinstance(value, list):
+            self.fail(at, "a list", value)
+        return value
+
+    def count(self, at: str, value: Any, hi: int = 2**64 - 1) -> None:
+        if not _is_int(value):
+            self.fail(at, "an integer", value)
+        if not 0 <= value <= hi:
+            self.fail(at, f"an integer from 0 to {hi:,}", value)
+
+    def ratio(self, at: str, value: Any) -> None:
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            self.fail(at, "a number", value)
+        if not math.isfinite(value) or value < 0:
+            self.fail(at, "a non-negative number", value)
+
+    def record_id(self, at: str, value: Any, allow_none: bool = True) -> None:
+        if value is None and allow_none:
+            return
+        if not isinstance(value, str) and not _is_int(value):
+            self.fail(at, "a record id (a string or an integer)", value)
 
 
 # -- baseline -------------------------------------------------------------------------------
@@ -96,11 +385,11 @@ METRICS = (
 )
 
 
-def regressions(current: FileSummary, base: dict[str, Any], rel: float) -> list[str]:
+def regressions(current: FileSummary, base: dict[str, float], rel: float) -> list[str]:
     """What got worse than the baseline by more than `rel`."""
     out = []
     for name, label, get, fmt in METRICS:
-        now, before = get(current), base.get(name, 0) or 0
+        now, before = get(current), base[name]
         if now > before and now > before * (1 + rel) + 1e-12:
             out.append(f"{label} {fmt.format(before)} -> {fmt.format(now)}")
     return out
@@ -111,11 +400,11 @@ class BaselineCheck:
 
     def __init__(self, path: str):
         try:
-            data = load(path)
-        except ValueError as exc:
+            report = load(path)
+        except ReportError as exc:
             raise pytest.UsageError(f"--tokaudit-baseline: {exc}") from None
         self.path = path
-        self.files = {f["path"]: f for f in data.get("files", [])}
+        self.files = report.metrics
 
     @pytest.hookimpl
     def pytest_tokaudit_check_file(self, summary, contract):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from .contract import KEYS
+from .contract import add_ini_keys
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -34,9 +34,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--tokaudit-baseline", metavar="PATH", default=None,
         help="fail files that got worse than in an earlier --tokaudit-json report",
     )
-    for key in KEYS:
-        default = f"default: {key.default}" if key.default else "default: unset"
-        parser.addini(key.name, f"tokaudit: {key.help} ({default})", default=None)
+    add_ini_keys(parser)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -62,6 +60,11 @@ def pytest_configure(config: pytest.Config) -> None:
         from .jsonreport import BaselineCheck
 
         pm.register(BaselineCheck(baseline), "tokaudit.baseline")
+    json_path = config.getoption("tokaudit_json")
+    if json_path and not hasattr(config, "workerinput"):  # a usage error now, not after the audit
+        from .jsonreport import check_writable
+
+        check_writable(config.invocation_params.dir / json_path, "--tokaudit-json")
     if not hasattr(config, "workerinput"):
         from .controller import CONTROLLER, Controller
 
