@@ -12,7 +12,8 @@ import sys
 
 from . import jsonreport
 from .contract import Contract, ContractError
-from .dataset import IdIndex, evaluate
+from .dataset import evaluate
+from .ids import IdIndex
 from .report import summary_lines
 
 
