@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from array import array
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import orjson
 
@@ -71,23 +71,44 @@ class IdIndex:
         return id_key(value) in self.keys
 
 
-def read_manifest(path: Path, id_field: tuple[str, ...]) -> Iterator[Any]:
-    """Ids from a JSONL manifest (objects with the id field) or one id per line."""
+def read_manifest(path: Path | str, id_field: tuple[str, ...]) -> list[Any]:
+    """The ids of a manifest: JSON objects with the id field, or one id per line.
+
+    A line is JSON (an object, a string or an int), or else bare text taken as a string id.
+    ValueError names the line of anything else: an object without the id field, an id that
+    is neither a string nor an int, broken JSON; and a manifest without ids.
+    """
+    name = ".".join(id_field)
+    out: list[Any] = []
     with open(path, "rb") as fh:
-        for raw in fh:
+        for n, raw in enumerate(fh, 1):
             raw = raw.strip()
             if not raw:
                 continue
             try:
                 value = orjson.loads(raw)
-            except orjson.JSONDecodeError:
-                yield raw.decode("utf-8", "replace")
+            except orjson.JSONDecodeError as exc:
+                if raw[:1] in (b"{", b"[", b'"'):
+                    raise ValueError(f"{path}:{n}: not valid JSON: {exc}") from None
+                try:
+                    out.append(raw.decode("utf-8"))
+                except UnicodeDecodeError:
+                    raise ValueError(f"{path}:{n}: not UTF-8") from None
                 continue
             if type(value) is dict:
+                if not id_field:
+                    raise ValueError(f"{path}:{n}: an object, but no id field is configured")
                 value = get_path(value, id_field)
                 if value is MISSING:
-                    continue
-            yield value
+                    raise ValueError(f"{path}:{n}: no field {name!r}")
+            if type(value) not in (str, int):
+                what = "null" if value is None else type(value).__name__
+                raise ValueError(f"{path}:{n}: {name or 'an id'} must be a string or integer, "
+                                 f"found {what}: {raw.decode('utf-8', 'replace')[:80]}")
+            out.append(value)
+    if not out:
+        raise ValueError(f"{path}: no ids")
+    return out
 
 
 def ranges(values: list[Any], limit: int) -> list[str]:
