@@ -15,7 +15,8 @@ import pytest
 from . import jsonreport
 from .contract import Contract
 from .controller import Coverage, coverage_outcome
-from .dataset import IdIndex, Outcome, evaluate
+from .dataset import Outcome, evaluate
+from .ids import IdIndex
 from .report import summary_lines
 
 # The dataset checks in the order evaluate() reports them; the last two need record ids.

@@ -8,16 +8,14 @@ dataset checks, and reports each as an ordinary test outcome (``tokaudit::budget
 
 from __future__ import annotations
 
-from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
-import orjson
 import pytest
 
-from .contract import MISSING, Contract
-from .reader import get_path
+from .contract import Contract
+from .ids import IdIndex, read_manifest, ranges
 from .summary import PROPERTY, FileSummary
 
 MISSING_SHOWN = 10  # ranges of missing ids shown
@@ -40,100 +38,6 @@ class Outcome:
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "outcome": self.outcome, "message": self.message,
                 "lines": self.lines}
-
-
-# -- record ids -----------------------------------------------------------------------------
-
-def id_key(value: Any) -> int:
-    """A record id as one unsigned 64-bit int: ids that are ints as they are, others hashed.
-
-    Only ever compared within one process (the controller, or the merge command), so
-    Python's own string hash serves.
-    """
-    if type(value) is int and 0 <= value < 1 << 63:
-        return value
-    text = value if type(value) is str else f"\x00{value!r}"
-    return (1 << 63) | (hash(text) & ((1 << 63) - 1))
-
-
-class IdIndex:
-    """Where each record id was seen, in about 16 bytes per id plus a set of the ids."""
-
-    def __init__(self) -> None:
-        self.sources: list[tuple[str, int | None]] = []  # (path, shard)
-        self.keys: set[int] = set()
-        self.key_at = array("Q")  # every id's key, in the order seen ...
-        self.place_at = array("Q")  # ... and its place: source index << 32 | line
-        self.names: dict[int, Any] = {}  # key -> id, for ids seen more than once
-        # (path, shard) -> lines before the shard; set once every shard has reported
-        self.offsets: dict[tuple[str, int | None], int] = {}
-
-    def add(self, summary: FileSummary) -> None:
-        fi = len(self.sources)
-        self.sources.append((summary.path, summary.shard))
-        keys, names = self.keys, self.names
-        new = [id_key(v) for v in summary.ids]
-        for key, value in zip(new, summary.ids):
-            if key in keys:
-                names[key] = value
-            else:
-                keys.add(key)
-        self.key_at.extend(new)
-        self.place_at.extend(fi << 32 | line for line in summary.id_lines)
-
-    @property
-    def dups(self) -> dict[int, list[int]]:
-        """key -> every place of an id seen more than once."""
-        out: dict[int, list[int]] = {key: [] for key in self.names}
-        if out:
-            for key, place in zip(self.key_at, self.place_at):
-                if key in out:
-                    out[key].append(place)
-        return out
-
-    def where(self, place: int) -> str:
-        source = self.sources[place >> 32]
-        return f"{source[0]}:{(place & 0xFFFFFFFF) + self.offsets.get(source, 0)}"
-
-    def __len__(self) -> int:
-        return len(self.keys)
-
-    def __contains__(self, value: Any) -> bool:
-        return id_key(value) in self.keys
-
-
-def read_manifest(path: Path, id_field: tuple[str, ...]) -> Iterator[Any]:
-    """Ids from a JSONL manifest (objects with the id field) or one id per line."""
-    with open(path, "rb") as fh:
-        for raw in fh:
-            raw = raw.strip()
-            if not raw:
-                continue
-            try:
-                value = orjson.loads(raw)
-            except orjson.JSONDecodeError:
-                yield raw.decode("utf-8", "replace")
-                continue
-            if type(value) is dict:
-                value = get_path(value, id_field)
-                if value is MISSING:
-                    continue
-            yield value
-
-
-def ranges(values: list[Any], limit: int) -> list[str]:
-    """'1000-1099', '2000', ... for ints; the values themselves otherwise."""
-    ints = sorted(v for v in values if type(v) is int)
-    out: list[str] = []
-    i = 0
-    while i < len(ints) and len(out) < limit:
-        j = i
-        while j + 1 < len(ints) and ints[j + 1] == ints[j] + 1:
-            j += 1
-        out.append(str(ints[i]) if i == j else f"{ints[i]}-{ints[j]}")
-        i = j + 1
-    others = [repr(v) for v in values if type(v) is not int]
-    return out + others[: max(0, limit - len(out))]
 
 
 # -- the checks ------------------------------------------------------------------------------
@@ -207,9 +111,11 @@ def _expected(index: IdIndex | None, contract: Contract, partial: str | None) ->
         return Outcome("expected_ids", "skipped", f"partial run: {partial}")
     path = Path(contract.expected_ids)
     try:
-        expected = list(read_manifest(path, contract.id_field))
+        expected = read_manifest(path, contract.id_field)
     except OSError as exc:
         return Outcome("expected_ids", "failed", f"cannot read manifest {path}: {exc.strerror}")
+    except ValueError as exc:  # a line without a usable id, or no ids at all
+        return Outcome("expected_ids", "failed", f"cannot use the manifest: {exc}")
     missing = [v for v in expected if index is None or v not in index]
     if not missing:
         return Outcome("expected_ids", "passed", f"all {len(expected):,} expected ids have a record")

@@ -56,9 +56,6 @@ class FileSummary:
     read_error: str | None = None
     complete: bool = False  # the audit ran to the end (not timed out, crashed, interrupted)
     start: int = 0  # a shard's first byte; its lines are relative to its part until rebased
-    # Records that could not be checked still cost money: their valid billed counts.
-    billed_unusable: int = 0
-    unusable_billed: int = 0
     # Record ids and their lines, in line order; only kept for the dataset id checks.
     ids: list[Any] = field(default_factory=list)
     id_lines: list[int] = field(default_factory=list)
@@ -165,8 +162,6 @@ class FileSummary:
         ):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.rt_ratio_sum += other.rt_ratio_sum
-        self.billed_unusable += other.billed_unusable
-        self.unusable_billed += other.unusable_billed
         self.max_absdiff = max(self.max_absdiff, other.max_absdiff)
         self.rt_ratio_max = max(self.rt_ratio_max, other.rt_ratio_max)
         for check, n in other.by_check.items():
