@@ -71,6 +71,7 @@ def merge(paths: list[str], out: str | None) -> int:
         index = IdIndex()
         for summary in files:
             index.add(summary)
+    cov = None
     if all(r.coverage is not None for r in reports):
         # The union is judged as one run: complete when, together, the reports audited
         # every file of the dataset to the end.
@@ -95,7 +96,10 @@ def merge(paths: list[str], out: str | None) -> int:
             for line in o.lines:
                 print(f"    {line}")
     if out:
-        problem = jsonreport.write(out, jsonreport.build(files, outcomes, contract, partial))
+        data = jsonreport.build(files, outcomes, contract, partial)
+        if cov is not None:
+            data["coverage"] = cov.to_json()  # so the merged report can be merged again
+        problem = jsonreport.write(out, data)
         if problem:
             print(f"error: {problem}", file=sys.stderr)
             return 2

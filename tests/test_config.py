@@ -178,7 +178,7 @@ def test_native_toml_table_takes_bools_and_ints(project: TokProject):
     result = project.run("-rA")
     assert_no_crash(result)
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()
-    result.stdout.fnmatch_lines(["PASSED data/a.jsonl::tokaudit", "PASSED tokaudit::unique_ids*"])
+    result.stdout.fnmatch_lines(["PASSED data/a.jsonl::tokaudit", "PASSED pyproject.toml::tokaudit::unique_ids*"])
 
 
 @pytest.mark.parametrize(("table", "line", "message"), [

@@ -93,7 +93,7 @@ def test_a_manifest_of_objects_without_the_id_field_fails_the_check(pytester: py
     result = run_manifest(pytester, '{"id": 1}\n{"id": 2}\n')
     assert result.ret == FAILED
     result.stdout.fnmatch_lines(
-        ["tokaudit::expected_ids: failed: cannot use the manifest: *manifest.txt:1: "
+        ["*tokaudit::expected_ids: failed: cannot use the manifest: *manifest.txt:1: "
          "no field 'sample_id'"])
     assert "expected ids have a record" not in result.stdout.str()
 
@@ -102,4 +102,4 @@ def test_an_empty_manifest_fails_the_check(pytester: pytest.Pytester):
     result = run_manifest(pytester, "\n")
     assert result.ret == FAILED
     result.stdout.fnmatch_lines(
-        ["tokaudit::expected_ids: failed: cannot use the manifest: *manifest.txt: no ids"])
+        ["*tokaudit::expected_ids: failed: cannot use the manifest: *manifest.txt: no ids"])
