@@ -94,8 +94,13 @@ class Collector:
                 f"as {display_path(first, self.config.rootpath)}; audited once"
             ))
             return None
+        name = display_path(file_path, file_path.parent)
+        if name == file_path.name:
+            return DataFile.from_parent(parent, path=file_path)
+        # A name that is not valid UTF-8: its node id and keywords travel between xdist
+        # processes, which carry text only. Name it with its bytes escaped.
         rel = display_path(file_path, self.config.rootpath).replace(os.sep, "/")
-        return DataFile.from_parent(parent, path=file_path, nodeid=rel)
+        return DataFile.from_parent(parent, path=file_path, name=name, nodeid=rel)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_collection_modifyitems(
@@ -152,8 +157,12 @@ class TokauditItem(pytest.Item):
     """Base of every item this plugin makes."""
 
     def reportinfo(self):
-        # A line is required by pytest's skip reporting; 0 is "the file".
-        return self.path, 0, self.label()
+        # A line is required by pytest's skip reporting; 0 is "the file". The path must be
+        # printable: xdist cannot send a location holding a non-UTF-8 file name.
+        path = self.path
+        if display_path(path, path.parent) != path.name:
+            path = path.parent / display_path(path, path.parent)
+        return path, 0, self.label()
 
     def label(self) -> str:
         return self.nodeid
@@ -239,7 +248,9 @@ class AuditItem(TokauditItem):
             audit(self.path, contract, self.ihook, summary, *self.byte_range)
             if self.shard is None:
                 check_file(self.path, contract, self.ihook, summary)
-            summary.complete = True
+            # A file that could not be opened (deleted mid-run, say) was not audited: its
+            # "read" finding fails it, and the run is partial.
+            summary.complete = not (summary.read_error or "").startswith("cannot open")
         finally:
             # Reports (with user_properties) travel from xdist workers; config.stash does not.
             # An unfinished audit travels too, marked incomplete: it makes the run partial.
@@ -248,7 +259,10 @@ class AuditItem(TokauditItem):
         if summary.failing or summary.file_findings:
             offset = 0
             if summary.shard is not None and summary.start:
-                offset = lines_before(self.path, summary.start)
+                try:
+                    offset = lines_before(self.path, summary.start)
+                except OSError:  # the file went away: lines stay relative to the shard
+                    offset = 0
             message, lines = failure_lines(summary, contract, offset)
             raise Verdict(message, lines, self.display, first_line(summary, offset))
 

@@ -625,7 +625,7 @@ def _invalid_json(raw: bytes, exc: orjson.JSONDecodeError) -> str:
         raw.decode("utf-8")
     except UnicodeDecodeError as err:
         return _invalid_utf8(raw, err)
-    if exc.msg.startswith("UTF-8 byte order mark"):
+    if raw.startswith(b"\xef\xbb\xbf"):  # orjson words this differently by version
         return "invalid JSON: line starts with a UTF-8 byte order mark"
     return f"invalid JSON: {exc.msg} at column {exc.colno}"
 

@@ -138,7 +138,9 @@ def allowed_outliers(summaries: list[FileSummary], contract: Contract) -> list[s
     """Records forgiven by tokaudit_count_outliers in files that passed: named, not hidden."""
     out = []
     for s in summaries:
-        if s.allowable and not s.file_findings and not s.bad_records:
+        # Only a file audited to the end and judged whole has passed; a partly audited
+        # sharded file's outliers were never weighed against its allowance.
+        if s.complete and s.allowable and not s.file_findings and not s.bad_records:
             out += [finding_line(s.path, f, contract) for f in s.shown_allowable]
             if s.allowable > len(s.shown_allowable):
                 out.append(f"... and {s.allowable - len(s.shown_allowable):,} more in {s.path}")
