@@ -1,6 +1,6 @@
 """Version matrix: the test suite on the newest versions and on the oldest declared ones.
 
-    python -m pip install 'nox>=2025.10.14' uv    # uv is optional; it makes installs ~5x faster
+    python -m pip install 'nox>=2025.10.14' uv    # uv is optional: without it, venv + pip
     nox                                           # every session below, one after the other
     nox -s oldest                                 # one session
     nox -s tests-3.12 -- -k reader -x             # arguments after -- go to pytest
