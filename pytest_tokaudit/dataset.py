@@ -80,19 +80,16 @@ def evaluate(
         else:
             out.append(Outcome("budget", "passed", message))
     if contract.unique_ids and index is not None:
-        dups = index.dups
-        if dups:
-            lines = []
-            for key, places in list(dups.items())[:DUPLICATES_SHOWN]:
-                where = ", ".join(index.where(p) for p in places)
-                lines.append(f"{'.'.join(contract.id_field)}={index.names[key]!r}: {len(places)} records: {where}")
-            if len(dups) > DUPLICATES_SHOWN:
-                lines.append(f"... and {len(dups) - DUPLICATES_SHOWN:,} more duplicated ids")
-            extra = sum(len(p) - 1 for p in dups.values())
+        count = index.duplicate_count()
+        if count:
+            lines = [f"{'.'.join(contract.id_field)}={value!r}: {len(places)} records: "
+                     f"{', '.join(places)}" for value, places in index.duplicates(DUPLICATES_SHOWN)]
+            if count > DUPLICATES_SHOWN:
+                lines.append(f"... and {count - DUPLICATES_SHOWN:,} more duplicated ids")
             out.append(Outcome(
                 "unique_ids", "failed",
-                f"{plural(len(dups), 'id')} with more than one record "
-                f"({plural(extra, 'record')} counted twice)",
+                f"{plural(count, 'id')} with more than one record "
+                f"({plural(index.extra_records(), 'record')} counted twice)",
                 lines,
             ))
         elif partial:

@@ -1,74 +1,605 @@
-"""Record ids across a run: where each id was seen, which repeat, which a manifest expects."""
+"""Record ids across a run: where each id was seen, which ids repeat, which a manifest expects.
+
+The index keeps about 16 bytes per distinct id (20 for ids that have to be hashed), in
+sorted arrays rather than a set, so that 100M ids fit in about 2 GB.
+
+Keys. Every id becomes one float64 key (floats, because CPython sorts them several times
+faster than 64-bit ints), in one of three disjoint ranges:
+
+- an int in [0, 2**53): the int itself, exactly;
+- a string that is a prefix and a decimal number, like "sample-000123": an exact code of
+  (prefix, number of digits, number) in the floats from 2**53 up, ordered like the numbers
+  within one prefix. Prefixes are numbered as they are first seen, up to MAX_PREFIXES;
+- anything else (other strings, negative or huge ints): a 60-bit hash of the value under a
+  tag for its type, as a negative float, with an independent 32-bit check (CRC-32) kept
+  beside it.
+
+Exact keys cannot collide and give the value back for the report. Hashed keys are compared
+as (key, check), 92 bits; for each hashed id seen more than once the index also keeps the
+value of its repeats, so a duplicate is only reported for places whose values are equal.
+The one value it cannot keep is that of an id's first place when the repeat arrives in a
+later summary (that summary's ids are gone by then): there the check stands in for it.
+
+Ids are folded summary by summary: the summary's keys are sorted (cheap when they arrive in
+order, as counters do), repeats within it are found next to each other, and the sorted run
+is merged into partitions of the index, which reports each key it already held as a repeat.
+"""
 
 from __future__ import annotations
 
+import heapq
+import sys
+import zlib
 from array import array
+from bisect import bisect_left, bisect_right
+from itertools import compress, islice, repeat
+from operator import and_, eq, is_not, itemgetter, lt, methodcaller, sub
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Iterable
 
 import orjson
 
 from .contract import MISSING
 from .reader import get_path
-from .summary import FileSummary
+
+EXACT_INTS = 1 << 53  # ints in [0, EXACT_INTS) are their own key
+MAX_PREFIXES = (1 << 12) - 1  # string prefixes given an exact code; later ones are hashed
+PART = 1 << 14  # entries per partition of the index (a partition splits at twice this)
+
+_DIGITS = "0123456789"
+_CODE_BASE = 0x4340000000000000  # the bit pattern of the float 2**53
+_NUM_BITS, _WIDTH_BITS = 44, 5  # an exact string code: prefix << 49 | width << 44 | number
+_LOW60 = (1 << 60) - 1
+_ALL64 = (1 << 64) - 1
+# Hashed keys: sign and top exponent bit set (so never zero, NaN or infinite), then a tag.
+_TAG_STR, _TAG_INT, _TAG_OTHER = 0xC000000000000000, 0xD000000000000000, 0xE000000000000000
+_ORDER = sys.byteorder
+_utf8 = methodcaller("encode", "utf-8", "surrogatepass")
 
 
-def id_key(value: Any) -> int:
-    """A record id as one unsigned 64-bit int: ids that are ints as they are, others hashed.
+def _take(seq: Any, order: list[int]) -> Any:
+    """seq[i] for i in order, at C speed."""
+    if len(order) > 1:
+        return itemgetter(*order)(seq)
+    return [seq[i] for i in order]
 
-    Only ever compared within one process (the controller, or the merge command), so
-    Python's own string hash serves.
+
+def _lanes(values: array, mask: int = _ALL64, bits: int = 0, plus: int = 0,
+           typecode: str = "d") -> array:
+    """Each 64-bit item's ((item & mask) | bits) + plus, one big-int operation for them all.
+
+    `plus` must not carry out of an item. The result's bytes read as `typecode`: "d" turns
+    bit patterns into float keys.
     """
-    if type(value) is int and 0 <= value < 1 << 63:
+    n = len(values)
+    x = int.from_bytes(values.tobytes(), _ORDER)
+    if mask != _ALL64:
+        x &= int.from_bytes(mask.to_bytes(8, _ORDER) * n, _ORDER)
+    if bits:
+        x |= int.from_bytes(bits.to_bytes(8, _ORDER) * n, _ORDER)
+    if plus:
+        x += int.from_bytes(plus.to_bytes(8, _ORDER) * n, _ORDER)
+    return array(typecode, x.to_bytes(8 * n, _ORDER))
+
+
+_LO, _HI = (0, 1) if _ORDER == "little" else (1, 0)  # the halves of a 64-bit item
+
+
+def _pair(low: array, high: array | int) -> array:
+    """64-bit items high << 32 | low, from two arrays of 32-bit items (or a constant high)."""
+    out = array("I", bytes(8 * len(low)))
+    out[_LO::2] = low
+    out[_HI::2] = high if isinstance(high, array) else array("I", [high]) * len(low)
+    return array("Q", out.tobytes())
+
+
+def _unpair(items: array) -> tuple[array, array]:
+    """The low and high 32 bits of 64-bit items."""
+    halves = array("I", items.tobytes())
+    return halves[_LO::2], halves[_HI::2]
+
+
+class _Values:
+    """The id at a place of one summary, found by its line (lines are distinct in a file)."""
+
+    def __init__(self, source: tuple[list[Any], list[int]] | None) -> None:
+        self.source = source
+        self.at: dict[int, int] | None = None
+
+    def __call__(self, place: int) -> Any:
+        if self.source is None:
+            return None
+        ids, lines = self.source
+        if self.at is None:
+            self.at = {line: i for i, line in enumerate(lines)}
+        return ids[self.at[place & 0xFFFFFFFF]]
+
+
+def _as_float(pattern: int) -> float:
+    return array("d", array("Q", [pattern]).tobytes())[0]
+
+
+def _as_pattern(key: float) -> int:
+    return array("Q", array("d", [key]).tobytes())[0]
+
+
+def _text(value: Any) -> str:
+    """A hashed id as text: strings as they are, anything else as JSON."""
+    if type(value) is str:
         return value
-    text = value if type(value) is str else f"\x00{value!r}"
-    return (1 << 63) | (hash(text) & ((1 << 63) - 1))
+    if type(value) is int:
+        return str(value)
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+
+
+def _tag(value: Any) -> int:
+    return _TAG_STR if type(value) is str else _TAG_INT if type(value) is int else _TAG_OTHER
+
+
+def _check(text: str) -> int:
+    return zlib.crc32(_utf8(text))
+
+
+class _Table:
+    """Distinct keys, sorted, in partitions, each with the place it was first seen at.
+
+    Partition p holds the keys in [lows[p], lows[p+1]). `checks` (hashed keys only) tells
+    apart distinct ids whose keys collide: those sit next to each other, in any order.
+    """
+
+    def __init__(self, checked: bool) -> None:
+        self.lows: list[float] = [float("-inf")]
+        self.keys = [array("d")]
+        self.places = [array("Q")]
+        self.checks: list[array] | None = [array("I")] if checked else None
+        self.size = 0
+
+    def find(self, key: float, check: int) -> int | None:
+        """The place of (key, check), or None."""
+        p = bisect_right(self.lows, key) - 1
+        keys = self.keys[p]
+        j = bisect_left(keys, key)
+        while j < len(keys) and keys[j] == key:
+            if self.checks is None or self.checks[p][j] == check:
+                return self.places[p][j]
+            j += 1
+        return None
+
+    def merge(self, ks: array, cs: array | None, ps: array) -> list[int]:
+        """Fold in a sorted run of keys distinct among themselves; the indices already held."""
+        hits: list[int] = []
+        lows, m, a, touched = self.lows, len(ks), 0, []
+        while a < m:
+            p = bisect_right(lows, ks[a]) - 1
+            b = bisect_left(ks, lows[p + 1], a) if p + 1 < len(lows) else m
+            self._merge_part(p, ks[a:b], cs[a:b] if cs is not None else None, ps[a:b], a, hits)
+            touched.append(p)
+            a = b
+        for p in reversed(touched):
+            self._split(p)
+        return hits
+
+    def _merge_part(self, p: int, sk: array, sc: array | None, sp: array, base: int,
+                    hits: list[int]) -> None:
+        K, P = self.keys[p], self.places[p]
+        C = self.checks[p] if self.checks is not None else None
+        s, n = len(sk), len(K)
+        if not n or sk[0] > K[-1]:  # past the end: the common case for ids that count up
+            K.extend(sk)
+            P.extend(sp)
+            if C is not None:
+                C.extend(sc)
+        elif sk[-1] < K[0]:
+            self.keys[p], self.places[p] = sk + K, sp + P
+            if C is not None:
+                self.checks[p] = sc + C
+        elif s * 2 >= n:  # measured: below this, finding each key is cheaper
+            self._sort_merge(p, sk, sc, sp, base, hits)
+            return
+        else:
+            self._insert(p, sk, sc, sp, base, hits)
+            return
+        self.size += s
+
+    def _sort_merge(self, p: int, sk: array, sc: array | None, sp: array, base: int,
+                    hits: list[int]) -> None:
+        """Many new keys for the partition: one stable sort of old + new (two sorted runs)."""
+        K, n = self.keys[p], len(self.keys[p])
+        allk = K + sk
+        allp = self.places[p] + sp
+        allc = self.checks[p] + sc if self.checks is not None else None
+        order = sorted(range(len(allk)), key=allk.__getitem__)  # stable: old keys first
+        mk = array("d", _take(allk, order))
+        same = list(compress(range(1, len(mk)), map(eq, islice(mk, 1, None), mk)))
+        if same:
+            drop = set()
+            for start, end in _runs(same):
+                seen: set[int] = set()
+                for q in range(start, end + 1):
+                    c = allc[order[q]] if allc is not None else 0
+                    if c in seen:  # only a new key can repeat: old and new are distinct
+                        hits.append(base + order[q] - n)
+                        drop.add(q)
+                    else:
+                        seen.add(c)
+            keep = [q not in drop for q in range(len(order))]
+            order = list(compress(order, keep))
+            mk = array("d", compress(mk, keep))
+        self.keys[p] = mk
+        self.places[p] = array("Q", _take(allp, order))
+        if allc is not None:
+            self.checks[p] = array("I", _take(allc, order))
+        self.size += len(mk) - n
+
+    def _insert(self, p: int, sk: array, sc: array | None, sp: array, base: int,
+                hits: list[int]) -> None:
+        """Few new keys for a big partition: find each, then copy the partition once."""
+        K, P = self.keys[p], self.places[p]
+        C = self.checks[p] if self.checks is not None else None
+        nk, np_, nc = array("d"), array("Q"), array("I") if C is not None else None
+        prev, n = 0, len(K)
+        for i, (x, j) in enumerate(zip(sk, map(bisect_left, repeat(K), sk))):
+            q, held = j, False
+            while q < n and K[q] == x:
+                if C is None or C[q] == sc[i]:
+                    held = True
+                    break
+                q += 1
+            if held:
+                hits.append(base + i)
+                continue
+            nk += K[prev:j]
+            nk.append(x)
+            np_ += P[prev:j]
+            np_.append(sp[i])
+            if C is not None:
+                nc += C[prev:j]
+                nc.append(sc[i])
+            prev = j
+        nk += K[prev:]
+        np_ += P[prev:]
+        self.size += len(nk) - len(K)
+        self.keys[p], self.places[p] = nk, np_
+        if C is not None:
+            nc += C[prev:]
+            self.checks[p] = nc
+
+    def _split(self, p: int) -> None:
+        K = self.keys[p]
+        if len(K) <= 2 * PART:
+            return
+        cuts = []
+        for cut in range(PART, len(K) - PART // 2, PART):
+            while cut < len(K) and K[cut] == K[cut - 1]:  # keep equal keys together
+                cut += 1
+            if cut < len(K) and (not cuts or cut > cuts[-1]):
+                cuts.append(cut)
+        bounds = [0, *cuts, len(K)]
+        pieces = list(zip(bounds, bounds[1:]))
+        for name in ("keys", "places", "checks"):
+            parts = getattr(self, name)
+            if parts is not None:
+                whole = parts[p]
+                parts[p:p + 1] = [whole[a:b] for a, b in pieces]
+        self.lows[p + 1:p + 1] = [K[c] for c in cuts]
+
+
+def _runs(positions: list[int]) -> Iterable[tuple[int, int]]:
+    """Positions q where item q equals item q-1 -> (first, last) of each run of equal items."""
+    start = prev = positions[0]
+    for q in positions[1:]:
+        if q != prev + 1:
+            yield start - 1, prev
+            start = q
+        prev = q
+    yield start - 1, prev
 
 
 class IdIndex:
-    """Where each record id was seen, in about 16 bytes per id plus a set of the ids."""
+    """Where each record id was seen; which ids have more than one record.
 
-    def __init__(self) -> None:
-        self.sources: list[tuple[str, int | None]] = []  # (path, shard)
-        self.keys: set[int] = set()
-        self.key_at = array("Q")  # every id's key, in the order seen ...
-        self.place_at = array("Q")  # ... and its place: source index << 32 | line
-        self.names: dict[int, Any] = {}  # key -> id, for ids seen more than once
-        # (path, shard) -> lines before the shard; set once every shard has reported
+    add(summary) folds in a summary's `ids` and their `id_lines`; `offsets` (set by the
+    caller once every shard has reported) turns shard lines into file lines. Then
+    duplicates(), duplicate_count(), extra_records(), `value in index` and len(index).
+
+    `hash_str` and `check_str` hash the text of ids that have no exact key; tests pass tiny
+    ones to force collisions.
+    """
+
+    def __init__(self, hash_str: Callable[[str], int] = hash,
+                 check_str: Callable[[str], int] = _check) -> None:
+        self.sources: list[tuple[str, int | None]] = []  # (path, shard); a place's high bits
         self.offsets: dict[tuple[str, int | None], int] = {}
+        self._hash, self._check = hash_str, check_str
+        self._exact = _Table(checked=False)
+        self._hashed = _Table(checked=True)
+        self._prefixes: dict[str, int] = {}
+        self._prefix_names: list[str] = [""]  # code -> prefix; code 0 is never given
+        # The places of each repeat (every place of an id after the one the table holds).
+        self._dup_exact = (array("d"), array("Q"))
+        self._dup_hashed = (array("d"), array("I"), array("Q"))
+        self._dup_values: list[Any] = []  # the value of each hashed repeat
+        # The value at the first place of a hashed id whose repeat came in the same summary.
+        # When the repeat came later, that summary's ids were gone: the repeat's key and
+        # check stand for it.
+        self._first_value: dict[int, Any] = {}
+        self._groups: list[tuple[Any, list[int]]] | None = None
 
-    def add(self, summary: FileSummary) -> None:
+    # -- keys ----------------------------------------------------------------------------
+    def key(self, value: Any) -> tuple[bool, float, int]:
+        """(exact, key, check) of one id, as add() made it (add gives new prefixes codes)."""
+        if type(value) is int and 0 <= value < EXACT_INTS:
+            return True, float(value), 0
+        if type(value) is str:
+            code = self._code(value)
+            if code is not None:
+                return True, _as_float(_CODE_BASE + code), 0
+        text = _text(value)
+        pattern = (self._hash(text) & _LOW60) | _tag(value)
+        return False, _as_float(pattern), self._check(text)
+
+    def _code(self, value: str) -> int | None:
+        prefix = value.rstrip(_DIGITS)
+        digits = value[len(prefix):]
+        code = self._prefixes.get(prefix)
+        if code is None or not 0 < len(digits) < 1 << _WIDTH_BITS:
+            return None
+        number = int(digits)
+        if number >> _NUM_BITS:
+            return None
+        return (code << _WIDTH_BITS | len(digits)) << _NUM_BITS | number
+
+    def _name(self, key: float) -> Any:
+        """The id an exact key stands for."""
+        if key < EXACT_INTS:
+            return int(key)
+        code = _as_pattern(key) - _CODE_BASE
+        number = code & ((1 << _NUM_BITS) - 1)
+        width = (code >> _NUM_BITS) & ((1 << _WIDTH_BITS) - 1)
+        return self._prefix_names[code >> (_NUM_BITS + _WIDTH_BITS)] + str(number).zfill(width)
+
+    def _keys(self, ids: list[Any]) -> tuple[tuple[array, list[int] | None],
+                                             tuple[array, array, list[int] | None]]:
+        """((exact keys, their positions), (hashed keys, checks, positions)) of `ids`.
+
+        A position list of None means all of `ids`, in order. The same keys as key(v),
+        once add() has given new prefixes their codes.
+        """
+        types = set(map(type, ids))
+        if types == {int} and min(ids) >= 0 and max(ids) < EXACT_INTS:
+            return (array("d", ids), None), (array("d"), array("I"), [])
+        if types == {str}:
+            exact_at, exact_keys, hashed_at = self._codes(ids)
+        else:  # mixed types: rare
+            at = [i for i, v in enumerate(ids) if type(v) is str]
+            coded, _, rest = self._codes([ids[i] for i in at]) if at else ([], None, [])
+            exact_at = [at[i] for i in coded]
+            hashed_at = [at[i] for i in rest]
+            for i, v in enumerate(ids):
+                if type(v) is not str:
+                    (exact_at if type(v) is int and 0 <= v < EXACT_INTS else hashed_at).append(i)
+            exact_at.sort()
+            hashed_at.sort()
+            exact_keys = array("d", [self.key(ids[i])[1] for i in exact_at])
+        exact = (exact_keys, None if len(exact_at) == len(ids) else exact_at)
+        if not hashed_at:
+            return exact, (array("d"), array("I"), [])
+        values = ids if len(hashed_at) == len(ids) else [ids[i] for i in hashed_at]
+        texts = values if types == {str} else list(map(_text, values))
+        hashes = array("q", map(self._hash, texts))
+        if types == {str}:
+            keys = _lanes(hashes, _LOW60, _TAG_STR)
+        else:
+            keys = array("d", array("Q", [(h & _LOW60) | _tag(v)
+                                          for h, v in zip(hashes, values)]).tobytes())
+        if self._check is _check:  # the default, without a Python call per id
+            checks = array("I", map(zlib.crc32, map(_utf8, texts)))
+        else:
+            checks = array("I", map(self._check, texts))
+        return exact, (keys, checks, None if len(hashed_at) == len(ids) else hashed_at)
+
+    def _codes(self, strs: list[str]) -> tuple[list[int], array, list[int]]:
+        """(positions of the strings with an exact code, their keys, the other positions).
+
+        A prefix gets its code when first seen with digits after it, while codes last; a
+        value keeps its key for the whole run, as its prefix had a code or never will.
+        """
+        n = len(strs)
+        prefixes = list(map(str.rstrip, strs, repeat(_DIGITS)))
+        widths = list(map(sub, map(len, strs), map(len, prefixes)))
+        fits = min(widths) > 0 and max(widths) < 1 << _WIDTH_BITS
+        fit = None if fits else list(map(and_, map(lt, repeat(0), widths),
+                                         map(lt, widths, repeat(1 << _WIDTH_BITS))))
+        table, names = self._prefixes, self._prefix_names
+        if len(names) <= MAX_PREFIXES:
+            for prefix in dict.fromkeys(prefixes if fits else compress(prefixes, fit)):
+                if prefix not in table and len(names) <= MAX_PREFIXES:
+                    table[prefix] = len(names)
+                    names.append(prefix)
+        codes = list(map(table.get, prefixes))
+        if fits and None not in codes:
+            at = list(range(n))
+        else:
+            known = map(is_not, codes, repeat(None))
+            at = list(compress(range(n), map(and_, known, fit) if fit else known))
+        if not at:
+            return [], array("d"), list(range(n))
+        if len(at) < n:
+            strs, prefixes, widths, codes = (_take(x, at) for x in (strs, prefixes, widths, codes))
+        numbers = list(map(int, map(str.removeprefix, strs, prefixes)))
+        if max(numbers) >> _NUM_BITS:  # too long for a code: hashed
+            keep = list(map(lt, numbers, repeat(1 << _NUM_BITS)))
+            at, widths, codes, numbers = (list(compress(x, keep))
+                                          for x in (at, widths, codes, numbers))
+            if not at:
+                return [], array("d"), list(range(n))
+        x = int.from_bytes(array("Q", numbers).tobytes(), _ORDER)
+        x |= int.from_bytes(array("Q", widths).tobytes(), _ORDER) << _NUM_BITS
+        x |= int.from_bytes(array("Q", codes).tobytes(), _ORDER) << (_NUM_BITS + _WIDTH_BITS)
+        keys = _lanes(array("Q", x.to_bytes(8 * len(at), _ORDER)), plus=_CODE_BASE)
+        if len(at) == n:
+            return at, keys, []
+        coded = set(at)
+        return at, keys, [i for i in range(n) if i not in coded]
+
+    # -- folding -------------------------------------------------------------------------
+    def add(self, summary: Any) -> None:
+        """Fold in `summary.ids`, seen at `summary.id_lines` of (`summary.path`, `summary.shard`)."""
+        ids, lines = summary.ids, summary.id_lines
+        if len(ids) != len(lines):
+            raise ValueError(f"{summary.path}: {len(ids)} ids but {len(lines)} id lines")
         fi = len(self.sources)
+        if fi >> 32:
+            raise ValueError("more than 2**32 sources")
         self.sources.append((summary.path, summary.shard))
-        keys, names = self.keys, self.names
-        new = [id_key(v) for v in summary.ids]
-        for key, value in zip(new, summary.ids):
-            if key in keys:
-                names[key] = value
-            else:
-                keys.add(key)
-        self.key_at.extend(new)
-        self.place_at.extend(fi << 32 | line for line in summary.id_lines)
+        if not ids:
+            return
+        self._groups = None
+        try:
+            line_at = array("I", lines)
+        except OverflowError:
+            raise ValueError(f"{summary.path}: a line number out of range") from None
+        (ek, e_at), (hk, hc, h_at) = self._keys(ids)
+        if len(ek):
+            ls = line_at if e_at is None else array("I", _take(line_at, e_at))
+            self._fold(self._exact, ek, None, ls, fi, None)
+        if len(hk):
+            ls = line_at if h_at is None else array("I", _take(line_at, h_at))
+            self._fold(self._hashed, hk, hc, ls, fi, (ids, lines))
 
-    @property
-    def dups(self) -> dict[int, list[int]]:
-        """key -> every place of an id seen more than once."""
-        out: dict[int, list[int]] = {key: [] for key in self.names}
-        if out:
-            for key, place in zip(self.key_at, self.place_at):
-                if key in out:
-                    out[key].append(place)
-        return out
+    def _fold(self, table: _Table, ks: array, cs: array | None, ls: array, fi: int,
+              source: tuple[list[Any], list[int]] | None) -> None:
+        """Fold one summary's keys into `table`; `ls` their lines; `source` for the values."""
+        if not all(map(lt, ks, islice(ks, 1, None))):  # not strictly increasing: sort
+            order = sorted(range(len(ks)), key=ks.__getitem__)
+            ks = array("d", _take(ks, order))
+            if cs is None:
+                ls = array("I", _take(ls, order))
+            else:  # line and check travel as one 64-bit item: one permutation, not two
+                ls, cs = _unpair(array("Q", _take(_pair(ls, cs), order)))
+            ps = _pair(ls, fi)
+            same = list(compress(range(1, len(ks)), map(eq, islice(ks, 1, None), ks)))
+            if same:
+                ks, cs, ps = self._repeats(table, ks, cs, ps, source, same)
+        else:
+            ps = _pair(ls, fi)
+        value = _Values(source)
+        for i in table.merge(ks, cs, ps):
+            self._repeat(table, ks[i], cs[i] if cs is not None else 0, ps[i], value(ps[i]))
+
+    def _repeats(self, table: _Table, ks: array, cs: array | None, ps: array,
+                 source: tuple[list[Any], list[int]] | None, same: list[int]) -> tuple:
+        """Repeats within one sorted run: keep each id's first, record the others."""
+        value = _Values(source)
+        drop = set()
+        for start, end in _runs(same):
+            firsts: dict[int, int] = {}  # check -> where the first with it is
+            for q in range(start, end + 1):  # in line order within equal keys (stable sort)
+                c = cs[q] if cs is not None else 0
+                first = firsts.setdefault(c, q)
+                if first == q:
+                    continue
+                if source is not None:
+                    self._first_value.setdefault(ps[first], value(ps[first]))
+                drop.add(q)
+                self._repeat(table, ks[q], c, ps[q], value(ps[q]))
+        keep = [q not in drop for q in range(len(ks))]
+        return (array("d", compress(ks, keep)),
+                array("I", compress(cs, keep)) if cs is not None else None,
+                array("Q", compress(ps, keep)))
+
+    def _repeat(self, table: _Table, key: float, check: int, place: int, value: Any) -> None:
+        if table is self._exact:
+            keys, places = self._dup_exact
+            keys.append(key)
+            places.append(place)
+            return
+        keys, checks, places = self._dup_hashed
+        keys.append(key)
+        checks.append(check)
+        places.append(place)
+        self._dup_values.append(value)
+
+    # -- questions -----------------------------------------------------------------------
+    def __len__(self) -> int:
+        """Distinct ids."""
+        return self._exact.size + self._hashed.size
+
+    def __contains__(self, value: Any) -> bool:
+        exact, key, check = self.key(value)
+        return (self._exact if exact else self._hashed).find(key, check) is not None
 
     def where(self, place: int) -> str:
+        """'path:LINE' of a place, LINE counted in the whole file."""
         source = self.sources[place >> 32]
         return f"{source[0]}:{(place & 0xFFFFFFFF) + self.offsets.get(source, 0)}"
 
-    def __len__(self) -> int:
-        return len(self.keys)
+    def _sort_key(self, place: int) -> tuple[str, int]:
+        source = self.sources[place >> 32]
+        return source[0], (place & 0xFFFFFFFF) + self.offsets.get(source, 0)
 
-    def __contains__(self, value: Any) -> bool:
-        return id_key(value) in self.keys
+    def _all_groups(self) -> list[tuple[Any, list[int]]]:
+        """(id, its places) for every id seen more than once; places in no set order."""
+        if self._groups is not None:
+            return self._groups
+        groups: list[tuple[Any, list[int]]] = []
+        by_key: dict[float, list[int]] = {}
+        for key, place in zip(*self._dup_exact):
+            by_key.setdefault(key, []).append(place)
+        for key, extra in by_key.items():
+            groups.append((self._name(key), [self._exact.find(key, 0), *extra]))
+        by_pair: dict[tuple[float, int], list[tuple[int, Any]]] = {}
+        keys, checks, places = self._dup_hashed
+        for key, check, place, value in zip(keys, checks, places, self._dup_values):
+            by_pair.setdefault((key, check), []).append((place, value))
+        for pair, extra in by_pair.items():
+            # Values decide where they are known; the first place's is its first repeat's
+            # unless it came with a repeat in the same summary.
+            first = self._hashed.find(*pair)
+            split: dict[tuple[type, Any], tuple[Any, list[int]]] = {}
+            for place, value in ((first, self._first_value.get(first, extra[0][1])), *extra):
+                split.setdefault((type(value), value), (value, []))[1].append(place)
+            groups += [g for g in split.values() if len(g[1]) > 1]
+        self._groups = groups
+        return groups
+
+    def duplicate_count(self) -> int:
+        """Ids seen more than once."""
+        return len(self._all_groups())
+
+    def extra_records(self) -> int:
+        """Records beyond the first of each id."""
+        return sum(len(places) - 1 for _, places in self._all_groups())
+
+    def _ordered(self, limit: int | None = None) -> list[tuple[Any, list[int]]]:
+        """The groups in report order: places by (path, line), ids by their first place."""
+        ordered = []
+        for value, places in self._all_groups():
+            places = sorted(places, key=self._sort_key)
+            ordered.append((self._sort_key(places[0]), value, places))
+        if limit is None:
+            ordered.sort(key=itemgetter(0))
+        else:
+            ordered = heapq.nsmallest(limit, ordered, key=itemgetter(0))
+        return [(value, places) for _, value, places in ordered]
+
+    def duplicates(self, limit: int | None = None) -> list[tuple[Any, list[str]]]:
+        """(id, ['path:LINE', ...]) for ids seen more than once, up to `limit` of them.
+
+        A function of the data alone, whatever order the summaries came in: places in
+        (path, line) order, ids in the order of their first place. Lines count from the
+        start of the file (see `offsets`).
+        """
+        return [(value, [self.where(p) for p in places]) for value, places in self._ordered(limit)]
+
+    # The older interface, in the same order: group number -> places, group number -> id.
+    @property
+    def dups(self) -> dict[int, list[int]]:
+        return {n: places for n, (_, places) in enumerate(self._ordered())}
+
+    @property
+    def names(self) -> dict[int, Any]:
+        return {n: value for n, (value, _) in enumerate(self._ordered())}
 
 
 def read_manifest(path: Path | str, id_field: tuple[str, ...]) -> list[Any]:
