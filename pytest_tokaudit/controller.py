@@ -122,6 +122,7 @@ class Controller:
         self.lastfailed: dict[str, Any] = {}
         self.unjudged: set[str] = set()  # deferred node ids skipped as partial
         self._coverage: Coverage | None = None
+        self.write_error: str | None = None
         self.keep_ids = bool(config and config.getoption("tokaudit_json"))
 
     # -- what was collected and selected ------------------------------------------------
@@ -389,7 +390,9 @@ class Controller:
             self.baseline_changes(),
         )
         data["coverage"] = cov.to_json()
-        jsonreport.write(Path(self.config.invocation_params.dir, path), data)
+        self.write_error = jsonreport.write(Path(self.config.invocation_params.dir, path), data)
+        if self.write_error and session.exitstatus == 0:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED  # the report CI expects is missing
 
     def keep_lastfailed(self) -> None:
         """A check judged on part of the data never clears the failure it had."""
@@ -425,7 +428,9 @@ class Controller:
             if paths:
                 tr.write_line(f"{kind} since the baseline: {', '.join(paths)}")
         path = self.config.getoption("tokaudit_json")
-        if path:
+        if path and self.write_error:
+            tr.write_line(f"tokaudit JSON report NOT written: {self.write_error}", red=True)
+        elif path:
             tr.write_line(f"tokaudit JSON report: {path}")
 
 
