@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import heapq
+import re
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
@@ -12,6 +13,7 @@ from .findings import Finding
 
 WORST = 5
 PROPERTY = "tokaudit"  # the user_properties name a summary travels under
+_BIG_INT = re.compile(rb"\d{20}")
 
 
 @dataclass
@@ -185,11 +187,21 @@ class FileSummary:
         data = asdict(self)
         for name in ("shown", "shown_allowable", "file_findings"):
             data[name] = [f.to_json() for f in getattr(self, name)]
-        return orjson.dumps(data).decode()
+        try:
+            return orjson.dumps(data).decode()
+        except TypeError:  # a sum past 64 bits (two counts near 2**64): Python ints hold it
+            import json
+
+            return json.dumps(data)
 
     @classmethod
     def from_json(cls, text: str | bytes) -> FileSummary:
-        data = orjson.loads(text)
+        if _BIG_INT.search(text if isinstance(text, bytes) else text.encode()):
+            import json  # orjson would read an integer past 64 bits as a float
+
+            data = json.loads(text)
+        else:
+            data = orjson.loads(text)
         known = {f.name for f in fields(cls)}
         data = {k: v for k, v in data.items() if k in known}
         for name in ("shown", "shown_allowable", "file_findings"):

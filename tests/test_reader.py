@@ -581,3 +581,13 @@ def test_example_project_audits_the_same_on_both_paths(monkeypatch):
     for path in files:
         fast, plain = audit_both(path, contract, monkeypatch)
         assert fast == plain, path
+
+
+def test_a_billed_sum_past_64_bits_travels_exactly():
+    """Two counts of 2**64-1 are valid; their sum must not lose the file's summary."""
+    summary = FileSummary(path="data/a.jsonl")
+    for line in (1, 2):
+        summary.add_counts(line, line, 2**64 - 1, 1)
+    back = FileSummary.from_json(summary.to_json())
+    assert back.billed == 2 * (2**64 - 1) and type(back.billed) is int
+    assert back == summary
