@@ -116,20 +116,23 @@ class Collector:
             config.hook.pytest_collectreport(
                 report=pytest.CollectReport(anchor.nodeid, "passed", None, list(added))
             )
-        rerun = config.pluginmanager.hasplugin("rerunfailures")
-        for item in items:
-            if isinstance(item, TokauditItem):
-                item.add_marker(MARKER)
-                if rerun:
-                    # The data does not change between attempts: rerunning only repeats
-                    # the verdict (and would count its records twice).
-                    item.add_marker(pytest.mark.flaky(reruns=0))
+        mark_items(config, [i for i in items if isinstance(i, TokauditItem)])
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_protocol(self, item: pytest.Item, nextitem: Any):
         if isinstance(item, DeferredItem) and not item.released:
             return True  # the controller runs it when everything else has run
         return None
+
+
+def mark_items(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The `tokaudit` marker, and no reruns: the data does not change between attempts,
+    so a rerun only repeats the verdict (and would count its records twice)."""
+    rerun = config.pluginmanager.hasplugin("rerunfailures")
+    for item in items:
+        item.add_marker(MARKER)
+        if rerun:
+            item.add_marker(pytest.mark.flaky(reruns=0))
 
 
 class DeferLast:

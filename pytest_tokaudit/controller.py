@@ -28,6 +28,7 @@ from .collect import (
     dataset_anchor,
     dataset_items,
     display_path,
+    mark_items,
 )
 from .contract import Contract
 from .dataset import IdIndex, Outcome, evaluate, merge_parts, money, plural
@@ -194,6 +195,7 @@ class Controller:
     def run_deferred(self, session: pytest.Session) -> None:
         if self.deferred_ids:  # xdist: the workers skipped them; make them here
             items = self.make_deferred(session)
+            mark_items(self.config, items)  # as collection marked them on the workers
         else:
             items = [i for i in session.items if isinstance(i, DeferredItem)]
         # Whole files first: the dataset checks' table uses their merged summaries.
