@@ -121,7 +121,13 @@ class Collector:
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_protocol(self, item: pytest.Item, nextitem: Any):
         if isinstance(item, DeferredItem) and not item.released:
-            return True  # the controller runs it when everything else has run
+            # The controller runs it when everything else has run. A scheduler may still
+            # place it between two items (xdist's loadfile and loadscope keep a sharded
+            # file's items together): do the teardown its protocol would have done.
+            from .compat import teardown_towards
+
+            teardown_towards(item.session, nextitem)
+            return True
         return None
 
 

@@ -77,7 +77,16 @@ def teardown_all(session: pytest.Session) -> None:
     The deferred items run after the loop; pytest's SetupState refuses an item while a
     previous item's collectors are still set up.
     """
+    teardown_towards(session, None)
+
+
+def teardown_towards(session: pytest.Session, nextitem: pytest.Item | None) -> None:
+    """Tear down what `nextitem` does not share, as the protocol of a skipped-over item would.
+
+    An item whose protocol is put off never runs pytest's teardown step; the item before it
+    kept the collectors they share (a sharded file's), which the next item may not want.
+    """
     state = getattr(session, "_setupstate", None)
     if state is None or not hasattr(state, "teardown_exact"):
         raise PrivateApiError(f"pytest {pytest.__version__} has no Session._setupstate.teardown_exact")
-    state.teardown_exact(None)
+    state.teardown_exact(nextitem)

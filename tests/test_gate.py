@@ -828,6 +828,12 @@ def test_every_xdist_mode_gives_the_verdicts_of_one_process(gate: Gate):
         assert run.verdicts() == one.verdicts(), (dist, run)
         # --dist each runs every data item on every worker: the same outcome twice.
         assert run.outcomes() == expected, (dist, run)
+    # One worker takes every scope in turn: a sharded file's scope holds its deferred
+    # whole-file item, so a data file always follows an item the worker put off.
+    for dist in ("loadfile", "loadscope"):
+        run = gate.run("-n", "1", "--dist", dist)
+        assert_clean(run)
+        assert (run.ret, run.verdicts()) == (one.ret, one.verdicts()), (dist, run)
 
 
 def test_split_jobs_pass_alone_and_their_merge_judges_the_whole(gate: Gate):
