@@ -113,7 +113,7 @@ def _expected(index: IdIndex | None, contract: Contract, partial: str | None) ->
         return Outcome("expected_ids", "failed", f"cannot read manifest {path}: {exc.strerror}")
     except ValueError as exc:  # a line without a usable id, or no ids at all
         return Outcome("expected_ids", "failed", f"cannot use the manifest: {exc}")
-    missing = [v for v in expected if index is None or v not in index]
+    missing = expected if index is None else index.missing(expected)
     if not missing:
         return Outcome("expected_ids", "passed", f"all {len(expected):,} expected ids have a record")
     return Outcome(

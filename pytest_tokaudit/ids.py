@@ -15,10 +15,9 @@ faster than 64-bit ints), in one of three disjoint ranges:
   beside it.
 
 Exact keys cannot collide and give the value back for the report. Hashed keys are compared
-as (key, check), 92 bits; for each hashed id seen more than once the index also keeps the
-value of its repeats, so a duplicate is only reported for places whose values are equal.
-The one value it cannot keep is that of an id's first place when the repeat arrives in a
-later summary (that summary's ids are gone by then): there the check stands in for it.
+as (key, check), 92 bits, and values decide before anything is reported: the index keeps
+the value of every repeat, and writes each summary's hashed ids to a temporary file (not
+memory), from which the first place's value is read back for the few ids that repeat.
 
 Ids are folded summary by summary: the summary's keys are sorted (cheap when they arrive in
 order, as counters do), repeats within it are found next to each other, and the sorted run
@@ -28,7 +27,9 @@ is merged into partitions of the index, which reports each key it already held a
 from __future__ import annotations
 
 import heapq
+import json
 import sys
+import tempfile
 import zlib
 from array import array
 from bisect import bisect_left, bisect_right
@@ -138,6 +139,60 @@ def _tag(value: Any) -> int:
 
 def _check(text: str) -> int:
     return zlib.crc32(_utf8(text))
+
+
+class _Spill:
+    """Each source's hashed ids, in a temporary file: line -> (tag, text), read back on demand.
+
+    Memory is two ints per source; a section is read only when one of its ids needs its value
+    confirmed (a repeat whose first place came in an earlier summary, a manifest lookup).
+    """
+
+    def __init__(self) -> None:
+        self.file: Any = None
+        self.at: dict[int, tuple[int, int]] = {}  # source -> (offset, size)
+        self._cache: tuple[int, dict[int, tuple[int, str]]] | None = None
+
+    def write(self, source: int, lines: Iterable[int], values: list[Any], all_str: bool) -> None:
+        texts = values if all_str else list(map(_text, values))
+        tags = None if all_str else list(map(_tag, values))
+        try:
+            blob = orjson.dumps([list(lines), tags, texts])
+        except orjson.JSONEncodeError:  # lone surrogates from the stdlib reader's fallback
+            blob = json.dumps([list(lines), tags, texts]).encode()
+        if self.file is None:
+            self.file = tempfile.TemporaryFile(prefix="tokaudit-ids-")
+        self.file.seek(0, 2)
+        self.at[source] = (self.file.tell(), len(blob))
+        self.file.write(blob)
+
+    def read(self, source: int) -> dict[int, tuple[int, str]]:
+        if self._cache is not None and self._cache[0] == source:
+            return self._cache[1]
+        offset, size = self.at[source]
+        self.file.seek(offset)
+        blob = self.file.read(size)
+        try:
+            lines, tags, texts = orjson.loads(blob)
+        except orjson.JSONDecodeError:
+            lines, tags, texts = json.loads(blob)
+        section = dict(zip(lines, zip(tags or repeat(_TAG_STR), texts)))
+        self._cache = (source, section)
+        return section
+
+
+def _ident(value: Any) -> tuple[int, str]:
+    """What tells distinct ids apart: their type's tag and their text."""
+    return _tag(value), _text(value)
+
+
+def _value(ident: tuple[int, str]) -> Any:
+    tag, text = ident
+    if tag == _TAG_STR:
+        return text
+    if tag == _TAG_INT:
+        return int(text)
+    return orjson.loads(text)
 
 
 class _Table:
@@ -319,11 +374,12 @@ class IdIndex:
         self._dup_exact = (array("d"), array("Q"))
         self._dup_hashed = (array("d"), array("I"), array("Q"))
         self._dup_values: list[Any] = []  # the value of each hashed repeat
-        # The value at the first place of a hashed id whose repeat came in the same summary.
-        # When the repeat came later, that summary's ids were gone: the repeat's key and
-        # check stand for it.
+        # The value at the first place of a hashed id whose repeat came in the same summary;
+        # the others are read back from the spill.
         self._first_value: dict[int, Any] = {}
+        self._spill = _Spill()
         self._groups: list[tuple[Any, list[int]]] | None = None
+        self._told_apart = 0  # distinct ids that shared a (key, check) with another
 
     # -- keys ----------------------------------------------------------------------------
     def key(self, value: Any) -> tuple[bool, float, int]:
@@ -465,6 +521,8 @@ class IdIndex:
             self._fold(self._exact, ek, None, ls, fi, None)
         if len(hk):
             ls = line_at if h_at is None else array("I", _take(line_at, h_at))
+            values = ids if h_at is None else list(_take(ids, h_at))
+            self._spill.write(fi, ls, values, all(map(str.__instancecheck__, values)))
             self._fold(self._hashed, hk, hc, ls, fi, (ids, lines))
 
     def _fold(self, table: _Table, ks: array, cs: array | None, ls: array, fi: int,
@@ -523,11 +581,42 @@ class IdIndex:
     # -- questions -----------------------------------------------------------------------
     def __len__(self) -> int:
         """Distinct ids."""
-        return self._exact.size + self._hashed.size
+        self._all_groups()
+        return self._exact.size + self._hashed.size + self._told_apart
 
     def __contains__(self, value: Any) -> bool:
-        exact, key, check = self.key(value)
-        return (self._exact if exact else self._hashed).find(key, check) is not None
+        return not self.missing([value])
+
+    def missing(self, values: Iterable[Any]) -> list[Any]:
+        """The values that no record has as its id, in the order given."""
+        out: list[tuple[int, Any]] = []
+        confirm: dict[int, list[tuple[int, Any, int]]] = {}  # source -> (n, value, line)
+        repeats: dict[tuple[float, int], set[tuple[int, str]]] | None = None
+        for n, value in enumerate(values):
+            exact, key, check = self.key(value)
+            if exact:
+                if self._exact.find(key, 0) is None:
+                    out.append((n, value))
+                continue
+            place = self._hashed.find(key, check)
+            if place is None:
+                out.append((n, value))
+                continue
+            if repeats is None:
+                repeats = {}
+                for pair in zip(*self._dup_hashed[:2], map(_ident, self._dup_values)):
+                    repeats.setdefault(pair[:2], set()).add(pair[2])
+            if _ident(value) in repeats.get((key, check), ()):
+                continue
+            if place in self._first_value:
+                if _ident(self._first_value[place]) != _ident(value):
+                    out.append((n, value))
+                continue
+            confirm.setdefault(place >> 32, []).append((n, value, place & 0xFFFFFFFF))
+        for source in sorted(confirm):
+            section = self._spill.read(source)
+            out += [(n, v) for n, v, line in confirm[source] if section[line] != _ident(v)]
+        return [value for _, value in sorted(out, key=itemgetter(0))]
 
     def where(self, place: int) -> str:
         """'path:LINE' of a place, LINE counted in the whole file."""
@@ -552,15 +641,25 @@ class IdIndex:
         keys, checks, places = self._dup_hashed
         for key, check, place, value in zip(keys, checks, places, self._dup_values):
             by_pair.setdefault((key, check), []).append((place, value))
-        for pair, extra in by_pair.items():
-            # Values decide where they are known; the first place's is its first repeat's
-            # unless it came with a repeat in the same summary.
-            first = self._hashed.find(*pair)
-            split: dict[tuple[type, Any], tuple[Any, list[int]]] = {}
-            for place, value in ((first, self._first_value.get(first, extra[0][1])), *extra):
-                split.setdefault((type(value), value), (value, []))[1].append(place)
+        firsts = {pair: self._hashed.find(*pair) for pair in by_pair}
+        unknown: dict[int, list[int]] = {}  # source -> first places whose value is on disk
+        for first in firsts.values():
+            if first not in self._first_value:
+                unknown.setdefault(first >> 32, []).append(first)
+        known = dict(self._first_value)
+        for source in sorted(unknown):
+            section = self._spill.read(source)
+            for first in unknown[source]:
+                known[first] = _value(section[first & 0xFFFFFFFF])
+        told_apart = 0
+        for pair, extra in by_pair.items():  # values decide: equal keys and checks are not enough
+            first = firsts[pair]
+            split: dict[tuple[int, str], tuple[Any, list[int]]] = {}
+            for place, value in ((first, known[first]), *extra):
+                split.setdefault(_ident(value), (value, []))[1].append(place)
+            told_apart += len(split) - 1
             groups += [g for g in split.values() if len(g[1]) > 1]
-        self._groups = groups
+        self._groups, self._told_apart = groups, told_apart
         return groups
 
     def duplicate_count(self) -> int:

@@ -177,6 +177,28 @@ def test_strings_forced_onto_one_key_and_check_are_compared_by_value():
     assert (index.duplicate_count(), index.extra_records()) == (2, 3)
 
 
+def test_values_decide_when_key_and_check_collide_across_summaries():
+    """The first place's value came in an earlier summary: it is read back, not assumed."""
+    index = index_of(
+        summary("a.jsonl", ["alpha", "beta"]),
+        summary("b.jsonl", ["gamma", "beta"]),
+        summary("c.jsonl", [9223372036854775808, "\x009223372036854775808", "delta"]),
+        hash_str=lambda text: 0, check_str=lambda text: 0,
+    )
+    assert index.duplicates() == [("beta", ["a.jsonl:2", "b.jsonl:2"])]
+    assert (index.duplicate_count(), index.extra_records(), len(index)) == (1, 1, 6)
+    assert index.missing(["alpha", "gamma", "epsilon", 9223372036854775808, "delta",
+                          "9223372036854775808", -1]) == ["epsilon", "9223372036854775808", -1]
+    assert "alpha" in index and "zeta" not in index
+
+
+def test_a_collision_alone_is_not_a_duplicate():
+    index = index_of(summary("a.jsonl", ["alpha"]), summary("b.jsonl", ["beta"]),
+                     hash_str=lambda text: 0, check_str=lambda text: 0)
+    assert index.duplicates() == [] and len(index) == 2
+    assert unique_ids(index).message == "2 ids, each once"
+
+
 def test_keys_from_one_summary_and_from_one_value_agree():
     rnd = random.Random(1)
     values = ([f"s-{i:05d}" for i in range(300)] + [f"u{rnd.getrandbits(40):x}" for _ in range(300)]
