@@ -206,8 +206,12 @@ class DataFile(pytest.File):
             contract = self.ihook.pytest_tokaudit_contract(path=self.path, contract=base) or base
         except ValueError as exc:  # ContractError, TokenizerError: a message, not a traceback
             raise self.CollectError(f"pytest_tokaudit_contract: {exc}") from None
+        from .parquet import is_parquet
         from .reader import is_compressed
 
+        if is_parquet(self.path):
+            yield from self._parquet_items(contract)
+            return
         # Stat, never parse: every xdist worker collects every file and must agree.
         size = self.path.stat().st_size
         if is_compressed(self.path) or size <= contract.shard_size or contract.shard_size == 0:
@@ -225,6 +229,26 @@ class DataFile(pytest.File):
             )
         yield WholeFileItem.from_parent(self, name="tokaudit[file]", contract=contract)
 
+    def _parquet_items(self, contract: Contract) -> Iterator[pytest.Item]:
+        # The footer only: the same on every worker, and small.
+        from .parquet import parts
+
+        split = parts(self.path, contract.shard_size) if contract.shard_size else None
+        if split is None:
+            yield AuditItem.from_parent(self, name="tokaudit", contract=contract)
+            return
+        n = len(split)
+        for i, (first, end, before) in enumerate(split):
+            yield AuditItem.from_parent(
+                self,
+                name=f"tokaudit[shard {i + 1} of {n}]",
+                contract=contract,
+                shard=(i, n),
+                byte_range=(before, None),
+                groups=(first, end),
+            )
+        yield WholeFileItem.from_parent(self, name="tokaudit[file]", contract=contract)
+
 
 class AuditItem(TokauditItem):
     """Streams its file (or byte range) once and runs every check in that pass."""
@@ -235,12 +259,15 @@ class AuditItem(TokauditItem):
         contract: Contract,
         shard: tuple[int, int] | None = None,
         byte_range: tuple[int, int | None] = (0, None),
+        groups: tuple[int, int] | None = None,
         **kwargs: Any,
     ):
         super().__init__(**kwargs)
         self.contract = contract
         self.shard = shard
+        # A JSONL shard's bytes; a Parquet shard's row groups, byte_range[0] the rows before.
         self.byte_range = byte_range
+        self.groups = groups
         self.display = display_path(self.path, self.config.rootpath)
 
     def runtest(self) -> None:
@@ -254,12 +281,20 @@ class AuditItem(TokauditItem):
             summary.shard, summary.shards = self.shard
             summary.start = self.byte_range[0]
         try:
-            audit(self.path, contract, self.ihook, summary, *self.byte_range)
+            from .parquet import audit_parquet, is_parquet
+
+            if is_parquet(self.path):
+                audit_parquet(self.path, contract, self.ihook, summary, self.groups)
+            else:
+                audit(self.path, contract, self.ihook, summary, *self.byte_range)
             if self.shard is None:
                 check_file(self.path, contract, self.ihook, summary)
             # A file that could not be opened (deleted mid-run, say) was not audited: its
             # "read" finding fails it, and the run is partial.
-            summary.complete = not (summary.read_error or "").startswith("cannot open")
+            from .parquet import ParquetUnavailable
+
+            unread = ("cannot open", str(ParquetUnavailable()))
+            summary.complete = not (summary.read_error or "").startswith(unread)
         finally:
             # Reports (with user_properties) travel from xdist workers; config.stash does not.
             # An unfinished audit travels too, marked incomplete: it makes the run partial.
@@ -269,7 +304,7 @@ class AuditItem(TokauditItem):
             offset = 0
             if summary.shard is not None and summary.start:
                 try:
-                    offset = lines_before(self.path, summary.start)
+                    offset = rows_before(self.path, summary.start)
                 except OSError:  # the file went away: lines stay relative to the shard
                     offset = 0
             message, lines = failure_lines(summary, contract, offset)
@@ -335,6 +370,14 @@ class DatasetItem(DeferredItem):
 
     def label(self) -> str:
         return f"tokaudit::{self.name}"
+
+
+def rows_before(path: Path, start: int) -> int:
+    """Records before a shard that starts at `start`: a byte offset in JSONL (lines are
+    counted), the rows before it in Parquet (known from the footer at collection)."""
+    if str(path).endswith(".parquet"):
+        return start
+    return lines_before(path, start)
 
 
 def lines_before(path: Path, offset: int) -> int:

@@ -93,8 +93,8 @@ def _shown(value: Any) -> str:
     return repr(value.strip()) if isinstance(value, str) else repr(value)
 
 
-def parse_count(value: Any, *, hi: int = MAX_COUNT) -> int:
-    """A whole number from 0 to `hi`: 12 or '12'."""
+def parse_count(value: Any, *, lo: int = 0, hi: int = MAX_COUNT) -> int:
+    """A whole number from `lo` to `hi`: 12 or '12'."""
     text = value.strip() if isinstance(value, str) else None
     if _is_int(value):
         n = value
@@ -106,6 +106,8 @@ def parse_count(value: Any, *, hi: int = MAX_COUNT) -> int:
         raise ContractError(f"expected a non-negative whole number, got {_shown(value)}")
     if n > hi:
         raise ContractError(f"{n} is out of range: at most {hi:,}")
+    if n < lo:
+        raise ContractError(f"{n} is out of range: at least {lo:,}")
     return n
 
 
@@ -276,6 +278,16 @@ class Key:
     default: str
     help: str
     kind: str = "string"
+    doc: str = ""  # the README's meaning column (README.md's table is made from KEYS)
+
+    def readme_row(self) -> str:
+        if not self.default:
+            shown = "unset"
+        else:
+            shown = f"`{self.default}`"
+            if self.kind == "int" and int(self.default) >= 1 << 20 and int(self.default) % (1 << 20) == 0:
+                shown += f" ({int(self.default) >> 20} MiB)"
+        return f"| `{self.name}` | {shown} | {self.doc or self.help} |"
 
     @property
     def ini_type(self) -> Any:
@@ -298,54 +310,89 @@ class Key:
 
 
 KEYS: tuple[Key, ...] = (
-    Key("tokaudit_glob", "glob", parse_patterns, "*.jsonl *.jsonl.gz *.jsonl.zst",
-        "file name patterns collected as audit items", "args"),
+    Key("tokaudit_glob", "glob", parse_patterns, "*.jsonl *.jsonl.gz *.jsonl.zst *.parquet",
+        "file name patterns collected as audit items", "args",
+        doc="file name patterns collected as audit items (see Data sources)"),
     Key("tokaudit_ids_field", "ids_field", parse_required_field, "output_ids",
-        "field holding the token ids (dots reach into nested objects)"),
+        "field holding the token ids (dots reach into nested objects)",
+        doc="field holding the token ids; dots reach into nested objects (`response.ids`)"),
     Key("tokaudit_count_field", "count_field", parse_required_field, "completion_tokens",
-        "field holding the billed token count"),
+        "field holding the billed token count",
+        doc="field holding the billed count (`usage.completion_tokens` works)"),
     Key("tokaudit_id_field", "id_field", parse_field, "sample_id",
-        "field identifying a record (empty: records have no id)"),
+        "field identifying a record (empty: records have no id)",
+        doc="field naming a record, shown with every finding; a string or an int; empty: no ids"),
     Key("tokaudit_where", "where", parse_field, "",
-        "audit only records whose field is present and truthy; others are skipped"),
+        "audit only records whose field is present and truthy; others are skipped",
+        doc="audit only records whose field is present and truthy (e.g. `provider`: API responses, not local ones); the rest are counted as skipped"),
     Key("tokaudit_count_abs", "count_abs", parse_count, "8",
-        "per record: |billed - counted| <= max(abs, rel * billed)", "int"),
+        "per record: |billed - counted| <= max(abs, rel * billed)", "int",
+        doc="per record: `abs(billed - len(ids)) <= max(abs, rel * billed)`, as `pytest.approx`"),
     Key("tokaudit_count_rel", "count_rel", parse_rel, "2%",
-        "per record: relative part of the count tolerance (0.02 or 2%)", "float"),
+        "per record: relative part of the count tolerance (0.02 or 2%)", "float",
+        doc="the relative part of that tolerance"),
     Key("tokaudit_count_outliers", "count_outliers", parse_allowance, "0",
-        "per file: records allowed to break the count tolerance (3 or 0.5%)", "int?"),
+        "per file: records allowed to break the count tolerance (3 or 0.5%)", "int?",
+        doc="per file: audited records allowed to break the count tolerance, a count (`3`) or a share of audited records (`0.5%`, rounded down); they are still listed, as allowed outliers"),
     Key("tokaudit_count_mean_rel", "count_mean_rel", parse_optional_rel, "0.5%",
-        "per file: mean |diff| / mean billed must not exceed it (empty: off)", "float"),
+        "per file: mean |diff| / mean billed must not exceed it (empty: off)", "float",
+        doc="per file: mean abs diff / mean billed must not exceed it (a real audit measured 0.04%); empty turns it off"),
     Key("tokaudit_require_once", "require_once", parse_tokens, "",
-        "per record: tokens that occur exactly once (ids, or names with a tokenizer)", "args"),
+        "per record: tokens that occur exactly once (ids, or names with a tokenizer)", "args",
+        doc="per record: each listed token occurs exactly once"),
     Key("tokaudit_require_last", "require_last", parse_tokens, "",
-        "per record: the last token is one of these", "args"),
+        "per record: the last token is one of these", "args",
+        doc="per record: the last token is one of these"),
     Key("tokaudit_forbid", "forbid", parse_tokens, "",
-        "per record: tokens that never occur", "args"),
+        "per record: tokens that never occur", "args",
+        doc="per record: none of these tokens occurs"),
     Key("tokaudit_allow_empty", "allow_empty", parse_bool, "false",
-        "a file with no audited record passes", "bool"),
+        "a file with no audited record passes", "bool",
+        doc="a file with no audited record passes instead of failing"),
     Key("tokaudit_max_shown", "max_shown", lambda v: parse_count(v, hi=MAX_SHOWN), "20",
-        "cap on bad records shown per file (the rest are counted)", "int"),
+        "cap on bad records shown per file (the rest are counted)", "int",
+        doc="bad records shown per file; the rest are counted, never dropped silently"),
     Key("tokaudit_tokenizer", "tokenizer", parse_path, "",
-        "local Hugging Face tokenizer directory (relative to the ini file)"),
+        "local Hugging Face tokenizer directory (relative to the ini file)",
+        doc="a LOCAL Hugging Face tokenizer directory (`tokenizer.json`, `tokenizer_config.json`); `--tokaudit-tokenizer=DIR` overrides it. Loaded once per process with `local_files_only`; nothing is downloaded"),
     Key("tokaudit_trust_remote_code", "trust_remote_code", parse_bool, "false",
-        "allow a tokenizer's own Python code (auto_map) to run", "bool"),
+        "allow a tokenizer's own Python code (auto_map) to run", "bool",
+        doc="let a tokenizer run its own code (`auto_map`, e.g. Kimi K2's `tokenization_kimi.py`); without it such a tokenizer is a usage error saying so"),
     Key("tokaudit_roundtrip_rel", "roundtrip_rel", parse_optional_rel, "",
-        "per record: decode->encode edit distance / len(ids) must not exceed it", "float"),
+        "per record: decode->encode edit distance / len(ids) must not exceed it", "float",
+        doc="per record: decode the ids (special tokens kept, no space clean-up), encode the text (no added special tokens); token edit distance / len(ids) must not exceed it (the seed used `5%`)"),
+    Key("tokaudit_max_line_bytes", "max_line_bytes", lambda v: parse_count(v, lo=1), "67108864",
+        "a JSONL line longer than this is one finding, read past without being held", "int",
+        doc="a JSONL line longer than this many bytes is a finding at its line, read past "
+            "without being held in memory (a corrupt or runaway line cannot exhaust memory)"),
     Key("tokaudit_shard_size", "shard_size", parse_count, "134217728",
-        "uncompressed files larger than this many bytes are audited in shards", "int"),
+        "files larger than this many bytes are audited in shards", "int",
+        doc="a file larger than this is audited as several items, so xdist spreads it over "
+            "workers: equal byte ranges of an uncompressed JSONL file, none larger than this; "
+            "runs of row groups of about this many compressed bytes of a Parquet file. `0` "
+            "never shards"),
     Key("tokaudit_budget", "budget", parse_optional_count, "",
-        "dataset: billed tokens summed over all files must not exceed it", "int?"),
+        "dataset: billed tokens summed over all files must not exceed it", "int?",
+        doc="dataset: billed tokens summed over every audited record of every file must not exceed it"),
     Key("tokaudit_price_per_mtok", "price_per_mtok", parse_optional_price, "",
-        "dataset: price per million billed tokens, for the money column", "float"),
+        "dataset: price per million billed tokens, for the money column", "float",
+        doc="dataset: price per million billed tokens; the summary shows the money spent (and the cap in money)"),
     Key("tokaudit_unique_ids", "unique_ids", parse_bool, "false",
-        "dataset: a record id appears once across all audited files", "bool"),
+        "dataset: a record id appears once across all audited files", "bool",
+        doc="dataset: a record id appears once across all audited files; findings name each id and all its `file:line` places"),
     Key("tokaudit_expected_ids", "expected_ids", parse_path, "",
-        "dataset: manifest of ids that must have a record (relative to the ini file)"),
+        "dataset: manifest of ids that must have a record (relative to the ini file)",
+        doc="dataset: a manifest (JSONL with the id field, or one id per line) of ids that must have a record; missing ids are reported as a count and their first ranges"),
     Key("tokaudit_baseline_rel", "baseline_rel", parse_rel, "10%",
-        "baseline: how much worse than the baseline a file may get", "float"),
+        "baseline: how much worse than the baseline a file may get", "float",
+        doc="with `--tokaudit-baseline`: how much worse than the baseline a file's mean diff ratio, records with findings or mean round-trip ratio may get"),
 )
 KEYS_BY_ATTR = {k.attr: k for k in KEYS}
+
+
+def readme_table() -> str:
+    """The configuration table of README.md, from KEYS."""
+    return "\n".join(["| key | default | meaning |", "|---|---|---|", *(k.readme_row() for k in KEYS)])
 TOKEN_ATTRS = ("require_once", "require_last", "forbid")
 
 
@@ -386,6 +433,7 @@ class Contract:
     tokenizer: str
     trust_remote_code: bool
     roundtrip_rel: float | None
+    max_line_bytes: int
     shard_size: int
     budget: int | None
     price_per_mtok: float | None

@@ -340,7 +340,7 @@ class Controller:
     def line_offsets(self, path: str, parts: list[FileSummary]) -> dict[int, int]:
         """Lines before each shard of `path`: added up when every shard from the first is
         in, counted in the file otherwise, so no line depends on another shard running."""
-        from .collect import lines_before
+        from .collect import rows_before
 
         parts = sorted((s for s in parts if s.shard is not None), key=lambda s: s.shard)
         if [s.shard for s in parts] == list(range(len(parts))):
@@ -350,7 +350,7 @@ class Controller:
                 total += s.lines
             return out
         try:
-            return {s.shard: lines_before(Path(self.config.rootpath, s.path), s.start)
+            return {s.shard: rows_before(Path(self.config.rootpath, s.path), s.start)
                     for s in parts}
         except OSError:  # the file went away: lines stay relative to their shard
             return {s.shard: 0 for s in parts}
@@ -454,7 +454,9 @@ def coverage_outcome(cov: Coverage, contract: Contract) -> Outcome:
     if not cov.records and not (cov.audited and contract.allow_empty):
         glob = " ".join(contract.glob)
         if cov.audited:
-            message = f"no record audited: {plural(len(cov.audited), 'file')} under {where} hold none"
+            n = len(cov.audited)
+            message = (f"no record audited: {plural(n, 'file')} under {where} matched by "
+                       f"tokaudit_glob ({glob}) {'holds' if n == 1 else 'hold'} none")
         else:
             message = f"no data audited: tokaudit_glob ({glob}) matched no file under {where}"
             if cov.named and cov.named != cov.roots:

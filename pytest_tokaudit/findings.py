@@ -35,6 +35,11 @@ class Finding:
         return cls(**data)
 
 
+def location(path: str, line: int) -> str:
+    """Where a record is: `path:LINE`, or `path:row N` in a Parquet file (rows from 1)."""
+    return f"{path}:row {line}" if path.endswith(".parquet") else f"{path}:{line}"
+
+
 def as_findings(result: Any, default_check: str = "custom") -> Iterable[Finding]:
     """Normalise a hook's answer: None, a str, a Finding, or an iterable of those."""
     if result is None:

@@ -41,6 +41,7 @@ from typing import Any, Callable, Iterable
 import orjson
 
 from .contract import MISSING
+from .findings import location
 from .reader import get_path
 
 EXACT_INTS = 1 << 53  # ints in [0, EXACT_INTS) are their own key
@@ -621,7 +622,7 @@ class IdIndex:
     def where(self, place: int) -> str:
         """'path:LINE' of a place, LINE counted in the whole file."""
         source = self.sources[place >> 32]
-        return f"{source[0]}:{(place & 0xFFFFFFFF) + self.offsets.get(source, 0)}"
+        return location(source[0], (place & 0xFFFFFFFF) + self.offsets.get(source, 0))
 
     def _sort_key(self, place: int) -> tuple[str, int]:
         source = self.sources[place >> 32]

@@ -55,7 +55,7 @@ def is_compressed(path: Path) -> bool:
 
 def max_line_bytes(contract: Contract) -> int:
     """The contract's line length limit (a contract key may provide it later)."""
-    return getattr(contract, "max_line_bytes", MAX_LINE_BYTES)
+    return contract.max_line_bytes
 
 
 def _check_lfs(fh: BinaryIO) -> None:
@@ -607,6 +607,15 @@ def preview(value: Any) -> str:
     return _cut(text, len(value) if type(value) is str else len(text), "chars")
 
 
+def _found(value: Any) -> str:
+    """A value as the data spells it, and its type: 'null', 'true (bool)', "'7' (str)"."""
+    if value is None:
+        return "null"
+    if type(value) is bool:
+        return f"{str(value).lower()} (bool)"
+    return f"{preview(value)} ({_type_name(value)})"
+
+
 def _out_of_range(value: int | _BigInt) -> str | None:
     """' is out of range (...)' for an integer orjson cannot hold, else None."""
     if type(value) is _BigInt:
@@ -711,7 +720,7 @@ def check_ids(ids: Any, name: str) -> str | None:
     for i, value in enumerate(ids):
         if not _is_int(value):
             return (f"{name}[{i}] must be an integer token id, "
-                    f"found {preview(value)} ({_type_name(value)})")
+                    f"found {_found(value)}")
         if type(value) is int and value < 0 or type(value) is _BigInt and value.text[0] == "-":
             return f"{name}[{i}] must be a non-negative token id, found {_number(value)}"
         if _out_of_range(value):
@@ -825,7 +834,7 @@ def _count_problem(count: Any, name: str) -> str:
     if count is MISSING:
         return f"missing field {name!r}"
     if not _is_int(count):
-        return f"{name} must be an integer, found {preview(count)} ({_type_name(count)})"
+        return f"{name} must be an integer, found {_found(count)}"
     if type(count) is int and count < 0 or type(count) is _BigInt and count.text[0] == "-":
         return f"{name} must be non-negative, found {_number(count)}"
     return f"{name} {_number(count)}{_out_of_range(count)}"

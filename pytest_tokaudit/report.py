@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from .contract import Contract
-from .findings import Finding
+from .findings import Finding, location
 from .summary import FileSummary
 
 # Which contract keys a check's verdict depends on, to say where the tolerance came from.
@@ -29,7 +29,7 @@ def record_label(contract: Contract, record_id: Any) -> str:
 
 
 def finding_line(path: str, f: Finding, contract: Contract, offset: int = 0, note: str = "") -> str:
-    where = f"{path}:{f.line + offset}" if f.line is not None else path
+    where = location(path, f.line + offset) if f.line is not None else path
     return f"{where}: {record_label(contract, f.record_id)}{f.check}: {f.message}{note}"
 
 
@@ -152,7 +152,7 @@ def worst_table(summaries: list[FileSummary], contract: Contract) -> list[str]:
     rows = []
     for s in summaries:
         for diff, line, rid, billed, counted in s.worst_records():
-            rows.append([f"{s.path}:{line}", "" if rid is None else repr(rid),
+            rows.append([location(s.path, line), "" if rid is None else repr(rid),
                          f"{billed:,}", f"{counted:,}", f"{counted - billed:+,}"])
     if not rows:
         return []

@@ -57,7 +57,9 @@ class FileSummary:
     rt_ratio_max: float = 0.0
     read_error: str | None = None
     complete: bool = False  # the audit ran to the end (not timed out, crashed, interrupted)
-    start: int = 0  # a shard's first byte; its lines are relative to its part until rebased
+    # A shard's first byte (JSONL) or the rows before it (Parquet); its lines are relative
+    # to its part until rebased.
+    start: int = 0
     # Record ids and their lines, in line order; only kept for the dataset id checks.
     ids: list[Any] = field(default_factory=list)
     id_lines: list[int] = field(default_factory=list)

@@ -10,13 +10,14 @@ from __future__ import annotations
 import dataclasses
 import re
 import textwrap
+from pathlib import Path
 
 import pytest
 
 from conftest import TokProject, assert_no_crash, rec
 from pytest_tokaudit import hookspecs
 from pytest_tokaudit.collect import CONTRACT
-from pytest_tokaudit.contract import KEYS, Allowance, Contract, ContractError
+from pytest_tokaudit.contract import KEYS, Allowance, Contract, ContractError, readme_table
 from tokdata import qwen_dir
 
 USAGE = pytest.ExitCode.USAGE_ERROR
@@ -229,7 +230,8 @@ BAD = {
     "word": "abc",
 }
 NUMBERS = ("tokaudit_count_abs", "tokaudit_count_rel", "tokaudit_count_outliers",
-           "tokaudit_max_shown", "tokaudit_shard_size", "tokaudit_baseline_rel")
+           "tokaudit_max_shown", "tokaudit_shard_size", "tokaudit_baseline_rel",
+           "tokaudit_max_line_bytes")
 OPTIONAL_NUMBERS = ("tokaudit_count_mean_rel", "tokaudit_roundtrip_rel", "tokaudit_budget",
                     "tokaudit_price_per_mtok")  # empty: off / unset
 BOOLS = ("tokaudit_allow_empty", "tokaudit_trust_remote_code", "tokaudit_unique_ids")
@@ -247,7 +249,8 @@ OTHER = {
 # pytest 9.0 and 9.1 read these with their own "int" type (so that [tool.pytest] takes an
 # integer): int() reads the text before the plugin does, so '٣' is 3, and a bad text's
 # message is int()'s, after the key.
-PYTEST_INT = (("tokaudit_count_abs", "tokaudit_max_shown", "tokaudit_shard_size")
+PYTEST_INT = (("tokaudit_count_abs", "tokaudit_max_shown", "tokaudit_shard_size",
+               "tokaudit_max_line_bytes")
               if (9, 0) <= PYTEST < (9, 2) else ())
 
 
@@ -262,6 +265,12 @@ def _cases():
     for key, values in OTHER.items():
         for what, value in values.items():
             yield pytest.param(key, value, id=f"{key}-{what}")
+
+
+def test_the_readme_table_is_made_from_the_keys():
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    assert readme_table() in readme, "run: python -c 'from pytest_tokaudit.contract import " \
+        "readme_table; print(readme_table())' and paste it into README.md"
 
 
 def test_the_bad_value_cases_cover_every_key():

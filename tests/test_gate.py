@@ -54,6 +54,9 @@ OPTIONAL_PLUGINS = {
     "rerunfailures": ("rerunfailures",),
     "timeout": ("timeout",),
     "cacheprovider": ("cacheprovider",),
+    "sugar": ("sugar",),
+    "instafail": ("instafail",),
+    "annotate": ("pytest_github_actions_annotate_failures",),
 }
 
 _SEPARATOR = re.compile(r"^=+ (.*?) =+$")
@@ -528,15 +531,17 @@ def test_a_run_that_audits_no_record_fails(gate: Gate):
     text = empty.out.lower()
     assert "empty_dir" in text and "*.jsonl" in text, empty
 
-    gate.write("data/x.parquet", b"PAR1\x00\x00PAR1")
+    gate.write("data/x.csv", "sample_id,completion_tokens\n1,10\n")
     gate.write("data/x.jsonl.dvc", "outs:\n- md5: 0123456789abcdef\n  path: x.jsonl\n")
+    gate.write("data/x.parquet", b"PAR1\x00\x00PAR1")  # matched, and unreadable: no record
     parquet = gate.run(paths=("data",))
     assert_clean(parquet)
     assert parquet.ret == FAILED, parquet
     assert parquet.outcome(ds("coverage")) == "FAILED", parquet
     assert parquet.outcome(ds("budget")) != "PASSED", parquet
     assert parquet.outcome(ds("unique_ids")) != "PASSED", parquet
-    assert "x.parquet" in parquet.out and "x.jsonl.dvc" in parquet.out, parquet
+    assert "x.csv" in parquet.out and "x.jsonl.dvc" in parquet.out, parquet
+    assert parquet.outcome("data/x.parquet::tokaudit") == "FAILED", parquet
     assert "*.jsonl" in parquet.out, parquet
 
 

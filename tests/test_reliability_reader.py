@@ -378,14 +378,8 @@ def test_a_big_number_does_not_make_invalid_json_valid(raw, message):
 
 # -- 5. a line over the limit is read past, never held ------------------------------------------
 
-class SmallLines(Contract):
-    """A test contract with a line limit (a contract key may provide it later)."""
-
-    max_line_bytes = 1000
-
-
 def test_long_line_is_one_finding_and_the_next_line_is_audited(tmp_path):
-    contract = SmallLines(**{f.name: getattr(DEFAULT, f.name) for f in dataclasses.fields(DEFAULT)})
+    contract = DEFAULT.replace(max_line_bytes=1000)
     long = json.dumps(rec("long", 600)).encode()
     assert len(long) > 1000
     for suffix in ("", ".gz", ".zst"):
@@ -408,11 +402,7 @@ LONG_LINE_SCRIPT = textwrap.dedent('''
     from test_reader import CONTRACTS, Spy, run_audit
     from pytest_tokaudit.contract import Contract
 
-    class Limited(Contract):
-        max_line_bytes = 8 << 20
-
-    base = CONTRACTS["default"]
-    contract = Limited(**{f.name: getattr(base, f.name) for f in dataclasses.fields(base)})
+    contract = CONTRACTS["default"].replace(max_line_bytes=8 << 20)
     run_audit(Path(sys.argv[3]), contract, Spy())  # warm up: every import and cache
     size = int(re.search(r"VmSize:\\s+(\\d+) kB", Path("/proc/self/status").read_text())[1]) * 1024
     # Far less than the line: holding it (or half of it) cannot fit.
@@ -629,3 +619,17 @@ def test_new_findings_end_to_end(project):
     rows = summary_rows(result)
     assert rows["data/odd.jsonl"][:3] == ["6", "6", "0"]
     assert rows["data/frames.jsonl.zst"][:3] == ["2", "2", "0"]
+
+
+def test_the_line_limit_is_an_ini_key(pytester: pytest.Pytester):
+    pytester.makeini("[pytest]\ntokaudit_max_line_bytes = 1000\n")
+    long = json.dumps(rec("long", 600))
+    pytester.path.joinpath("data").mkdir()
+    pytester.path.joinpath("data/x.jsonl").write_text(json.dumps(rec("a")) + "\n" + long + "\n")
+    result = pytester.runpytest("--tokaudit", "data", "-p", "no:xdist")
+    result.assert_outcomes(failed=1, passed=1)
+    result.stdout.fnmatch_lines([f"data/x.jsonl:2: line_length: line 2 is {len(long):,} bytes, "
+                                 "over the limit of 1,000 bytes (tokaudit_max_line_bytes)"])
+    bad = pytester.runpytest("--tokaudit", "data", "-p", "no:xdist", "-o", "tokaudit_max_line_bytes=0")
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR
+    bad.stderr.fnmatch_lines(["ERROR: tokaudit_max_line_bytes (-o): 0 is out of range: at least 1"])
