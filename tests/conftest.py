@@ -24,11 +24,13 @@ FILLER = 1000
 RUN_TIMEOUT = 120
 
 # Plugins of this venv that have nothing to do with the audit: loading them in every
-# subprocess (and in every xdist worker) costs more than the audit itself.
+# subprocess (and in every xdist worker) costs more than the audit itself. The last three
+# (entry point names) change the output on a tty, with --instafail, or in GitHub Actions.
 UNRELATED_PLUGINS = tuple(
     arg
     for name in ("hypothesispytest", "anyio", "html", "html_fixtures", "metadata",
-                 "pytest_jsonreport", "benchmark", "rerunfailures", "timeout")
+                 "pytest_jsonreport", "benchmark", "rerunfailures", "timeout",
+                 "sugar", "instafail", "pytest_github_actions_annotate_failures")
     for arg in ("-p", f"no:{name}")
 )
 
@@ -129,6 +131,14 @@ class TokProject:
     def run(self, *args: str, paths: tuple[str, ...] = ("data",), tokaudit: bool = True):
         argv = [*(["--tokaudit"] if tokaudit else []), *paths, *self.mode, *UNRELATED_PLUGINS, *args]
         return self.pytester.runpytest_subprocess(*argv, timeout=RUN_TIMEOUT)
+
+
+@pytest.fixture(autouse=True)
+def _no_github_annotations(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same output inside GitHub Actions as outside: GITHUB_ACTIONS=true turns on
+    pytest-github-actions-annotate-failures (`::error` lines on stderr) in every run a test
+    makes, and test_gate.py's Gate does not block it. test_consumers.py sets it back."""
+    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
 
 
 @pytest.fixture(params=list(XDIST_MODES.values()), ids=list(XDIST_MODES))
