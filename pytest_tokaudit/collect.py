@@ -199,47 +199,55 @@ class Verdict(Exception):
         self.message, self.lines, self.path, self.line = message, lines, path, line
 
 
-class DataFile(pytest.File):
+class FileItems:
+    """A data file's items: one AuditItem, or shards and a [file] item. Mixed into DataFile
+    (a local file) and remote.RemoteDataFile (a file at a URL), which provide ``source``
+    (what the reader opens) and ``source_size()``."""
+
+    audit_item: type[AuditItem]
+    whole_item: type[WholeFileItem]
+
     def collect(self) -> Iterator[pytest.Item]:
         base = self.config.stash[CONTRACT]
         try:
-            contract = self.ihook.pytest_tokaudit_contract(path=self.path, contract=base) or base
+            contract = self.ihook.pytest_tokaudit_contract(path=self.source, contract=base) or base
         except ValueError as exc:  # ContractError, TokenizerError: a message, not a traceback
             raise self.CollectError(f"pytest_tokaudit_contract: {exc}") from None
         from .parquet import is_parquet
         from .reader import is_compressed
 
-        if is_parquet(self.path):
+        if is_parquet(self.source):
             yield from self._parquet_items(contract)
             return
         # Stat, never parse: every xdist worker collects every file and must agree.
-        size = self.path.stat().st_size
-        if is_compressed(self.path) or size <= contract.shard_size or contract.shard_size == 0:
-            yield AuditItem.from_parent(self, name="tokaudit", contract=contract)
+        size = self.source_size()
+        if (is_compressed(self.source) or size is None or size <= contract.shard_size
+                or contract.shard_size == 0):
+            yield self.audit_item.from_parent(self, name="tokaudit", contract=contract)
             return
         # Equal shards, none over the size: a short last shard would leave a worker idle.
         n = math.ceil(size / contract.shard_size)
         for i in range(n):
-            yield AuditItem.from_parent(
+            yield self.audit_item.from_parent(
                 self,
                 name=f"tokaudit[shard {i + 1} of {n}]",
                 contract=contract,
                 shard=(i, n),
                 byte_range=(i * size // n, (i + 1) * size // n),
             )
-        yield WholeFileItem.from_parent(self, name="tokaudit[file]", contract=contract)
+        yield self.whole_item.from_parent(self, name="tokaudit[file]", contract=contract)
 
     def _parquet_items(self, contract: Contract) -> Iterator[pytest.Item]:
         # The footer only: the same on every worker, and small.
         from .parquet import parts
 
-        split = parts(self.path, contract.shard_size) if contract.shard_size else None
+        split = parts(self.source, contract.shard_size) if contract.shard_size else None
         if split is None:
-            yield AuditItem.from_parent(self, name="tokaudit", contract=contract)
+            yield self.audit_item.from_parent(self, name="tokaudit", contract=contract)
             return
         n = len(split)
         for i, (first, end, before) in enumerate(split):
-            yield AuditItem.from_parent(
+            yield self.audit_item.from_parent(
                 self,
                 name=f"tokaudit[shard {i + 1} of {n}]",
                 contract=contract,
@@ -247,7 +255,24 @@ class DataFile(pytest.File):
                 byte_range=(before, None),
                 groups=(first, end),
             )
-        yield WholeFileItem.from_parent(self, name="tokaudit[file]", contract=contract)
+        yield self.whole_item.from_parent(self, name="tokaudit[file]", contract=contract)
+
+
+class DataFile(FileItems, pytest.File):
+    @property
+    def source(self) -> Path:
+        return self.path
+
+    def source_size(self) -> int:
+        return self.path.stat().st_size
+
+
+def item_source(item: pytest.Item) -> tuple[Any, str]:
+    """(what the reader opens, the path shown) of an item of a data file."""
+    source = getattr(item.parent, "source", item.path)
+    if isinstance(source, Path):
+        return source, display_path(item.path, item.config.rootpath)
+    return source, str(source)
 
 
 class AuditItem(TokauditItem):
@@ -268,7 +293,7 @@ class AuditItem(TokauditItem):
         # A JSONL shard's bytes; a Parquet shard's row groups, byte_range[0] the rows before.
         self.byte_range = byte_range
         self.groups = groups
-        self.display = display_path(self.path, self.config.rootpath)
+        self.source, self.display = item_source(self)
 
     def runtest(self) -> None:
         from .audit import audit, check_file
@@ -283,17 +308,19 @@ class AuditItem(TokauditItem):
         try:
             from .parquet import audit_parquet, is_parquet
 
-            if is_parquet(self.path):
-                audit_parquet(self.path, contract, self.ihook, summary, self.groups)
+            if is_parquet(self.source):
+                audit_parquet(self.source, contract, self.ihook, summary, self.groups)
             else:
-                audit(self.path, contract, self.ihook, summary, *self.byte_range)
+                audit(self.source, contract, self.ihook, summary, *self.byte_range)
             if self.shard is None:
-                check_file(self.path, contract, self.ihook, summary)
+                check_file(self.source, contract, self.ihook, summary)
             # A file that could not be opened (deleted mid-run, say) was not audited: its
             # "read" finding fails it, and the run is partial.
             from .parquet import ParquetUnavailable
 
-            unread = ("cannot open", str(ParquetUnavailable()))
+            # A remote file whose connection failed mid-file ("read failed") was not read
+            # to the end either: the data may be fine, the audit did not see all of it.
+            unread = ("cannot open", "read failed", str(ParquetUnavailable()))
             summary.complete = not (summary.read_error or "").startswith(unread)
         finally:
             # Reports (with user_properties) travel from xdist workers; config.stash does not.
@@ -304,7 +331,7 @@ class AuditItem(TokauditItem):
             offset = 0
             if summary.shard is not None and summary.start:
                 try:
-                    offset = rows_before(self.path, summary.start)
+                    offset = rows_before(self.source, summary.start)
                 except OSError:  # the file went away: lines stay relative to the shard
                     offset = 0
             message, lines = failure_lines(summary, contract, offset)
@@ -340,10 +367,13 @@ class WholeFileItem(DeferredItem):
     def __init__(self, *, contract: Contract, **kwargs: Any):
         super().__init__(**kwargs)
         self.contract = contract
-        self.display = display_path(self.path, self.config.rootpath)
+        self.source, self.display = item_source(self)
 
     def label(self) -> str:
         return f"tokaudit: {self.display} [whole file]"
+
+
+DataFile.audit_item, DataFile.whole_item = AuditItem, WholeFileItem
 
 
 class IniFile(pytest.File):
@@ -372,7 +402,7 @@ class DatasetItem(DeferredItem):
         return f"tokaudit::{self.name}"
 
 
-def rows_before(path: Path, start: int) -> int:
+def rows_before(path: Any, start: int) -> int:
     """Records before a shard that starts at `start`: a byte offset in JSONL (lines are
     counted), the rows before it in Parquet (known from the footer at collection)."""
     if str(path).endswith(".parquet"):
@@ -380,18 +410,23 @@ def rows_before(path: Path, start: int) -> int:
     return lines_before(path, start)
 
 
-def lines_before(path: Path, offset: int) -> int:
+def lines_before(path: Any, offset: int) -> int:
     """Lines that start before byte `offset` (a shard's first line is this + 1).
 
     Counted once per file per process from the nearest point already counted, so a
-    failing shard never reads the whole prefix again.
+    failing shard never reads the whole prefix again. `path` is a local Path, or a
+    remote.RemoteFile (read by range requests, its key from the listing).
     """
-    st = os.stat(path)  # a rewritten file is another file
-    key = (os.fspath(path), st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    remote = getattr(path, "open_stream", None)
+    if remote is not None:
+        key = path.cache_key
+    else:
+        st = os.stat(path)  # a rewritten file is another file
+        key = (os.fspath(path), st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
     marks = _LINE_MARKS.setdefault(key, {0: 0})
     start = max(o for o in marks if o <= offset)
     n = marks[start]
-    with open(path, "rb") as fh:
+    with (remote() if remote is not None else open(path, "rb")) as fh:
         fh.seek(start)
         left = offset - start
         while left > 0:

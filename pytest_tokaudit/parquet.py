@@ -20,7 +20,15 @@ from typing import Any, Iterator
 
 from .contract import MISSING, Contract
 from .findings import Finding
-from .reader import I64_MIN, U64_MAX, Rejected, _count_problem, _id_problem, check_ids
+from .reader import (
+    I64_MIN,
+    U64_MAX,
+    Rejected,
+    SourceError,
+    _count_problem,
+    _id_problem,
+    check_ids,
+)
 from .summary import FileSummary
 
 SUFFIX = ".parquet"
@@ -47,13 +55,30 @@ def _pq() -> Any:
     return pq
 
 
-def parts(path: Path, shard_bytes: int) -> list[tuple[int, int, int]] | None:
+def _open(path: Any) -> Any:
+    """What pyarrow reads: a local path, or a remote.RemoteFile's file object."""
+    opener = getattr(path, "open_stream", None)
+    return opener() if opener is not None else path
+
+
+def _close(source: Any) -> None:
+    if hasattr(source, "close"):
+        source.close()
+
+
+def parts(path: Any, shard_bytes: int) -> list[tuple[int, int, int]] | None:
     """Consecutive row groups, about `shard_bytes` of compressed data each: (first group,
     end group, rows before). None when the file is not split (small, unreadable, no pyarrow)."""
+    source = None
     try:
-        meta = _pq().read_metadata(path)
+        pq = _pq()
+        source = _open(path)
+        meta = pq.read_metadata(source)
     except Exception:  # noqa: BLE001 - the audit item reports what is wrong with the file
         return None
+    finally:
+        if source is not None:
+            _close(source)
     out: list[tuple[int, int, int]] = []
     first, size, rows, before = 0, 0, 0, 0
     for g in range(meta.num_row_groups):
@@ -162,16 +187,37 @@ def _top_columns(contract: Contract) -> list[str]:
     return list(dict.fromkeys(f[0] for f in fields if f))
 
 
-def audit_parquet(path: Path, contract: Contract, hook: Any, summary: FileSummary,
+def audit_parquet(path: Any, contract: Contract, hook: Any, summary: FileSummary,
                   groups: tuple[int, int] | None = None) -> None:
-    """Read the rows of `path` (or of row groups [first, end)), check them, fill `summary`."""
+    """Read the rows of `path` (or of row groups [first, end)), check them, fill `summary`.
+
+    `path` is a local Path, or a remote.RemoteFile (read through its file object)."""
+    try:
+        pq = _pq()
+    except ParquetUnavailable as exc:
+        summary.read_error = str(exc)
+        summary.add_finding(Finding("read", summary.read_error))
+        return
+    try:
+        source = _open(path)
+    except SourceError as exc:  # a remote file that cannot be opened: not audited
+        summary.read_error = f"cannot open: {exc}"
+        summary.add_finding(Finding("read", summary.read_error))
+        return
+    try:
+        _audit_parquet(pq, source, contract, hook, summary, groups)
+    finally:
+        _close(source)
+
+
+def _audit_parquet(pq: Any, source: Any, contract: Contract, hook: Any, summary: FileSummary,
+                   groups: tuple[int, int] | None) -> None:
     from .audit import BATCH_RECORDS, _check_batch
 
     try:
-        pq = _pq()
-        pf = pq.ParquetFile(path)
-    except ParquetUnavailable as exc:
-        summary.read_error = str(exc)
+        pf = pq.ParquetFile(source)
+    except SourceError as exc:
+        summary.read_error = f"cannot open: {exc}" if exc.at_open else f"cannot read Parquet: {exc}"
         summary.add_finding(Finding("read", summary.read_error))
         return
     except Exception as exc:  # noqa: BLE001 - pyarrow raises several kinds for a bad footer
@@ -216,6 +262,9 @@ def audit_parquet(path: Path, contract: Contract, hook: Any, summary: FileSummar
             line += batch.num_rows
             summary.lines = line
             _check_batch(records, pending, contract, hook, summary)
+    except SourceError as exc:  # the storage failed mid-file: keep what was read, say where
+        summary.read_error = f"{exc} (after row {line})"
+        summary.add_finding(Finding("read", summary.read_error))
     except Exception as exc:  # noqa: BLE001 - a corrupt page: keep what was read, say where
         summary.read_error = f"cannot read Parquet: {_short(exc)} (after row {line})"
         summary.add_finding(Finding("read", summary.read_error))

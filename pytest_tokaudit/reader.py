@@ -42,6 +42,20 @@ class ReadError(Exception):
     """The file cannot be read further (corrupt or truncated compressed data)."""
 
 
+class SourceError(OSError):
+    """A remote source failed (remote.py): no such key, access denied, a connection lost.
+
+    `at_open`: nothing of the file could be read, so it was not audited at all. The
+    message is the finding's, worded without credentials; `strerror` carries it too, for
+    callers that word an OSError by its strerror.
+    """
+
+    def __init__(self, message: str, at_open: bool = False):
+        super().__init__(message)
+        self.strerror = message
+        self.at_open = at_open
+
+
 class LfsPointer(ReadError):
     """The file is a git-lfs pointer: the data itself was never pulled."""
 
@@ -139,7 +153,9 @@ def _chunks(path: Path, start: int = 0, size: int = BUFFER) -> Iterator[bytes]:
     pointer (checked on the raw bytes, so a pointer named .gz is one too).
     """
     try:
-        fh = open(path, "rb", buffering=0)
+        # A remote.RemoteFile opens itself (fsspec); its errors are SourceErrors.
+        opener = getattr(path, "open_stream", None)
+        fh = opener() if opener is not None else open(path, "rb", buffering=0)
     except OSError as exc:
         raise ReadError(f"cannot open: {exc.strerror or exc}") from None
     with fh:
@@ -162,6 +178,8 @@ def _chunks(path: Path, start: int = 0, size: int = BUFFER) -> Iterator[bytes]:
                     yield buf if n == size else buf[:n]
         except EOFError as exc:
             raise ReadError(f"truncated compressed file: {exc}") from None
+        except SourceError as exc:  # the storage failed, not the data
+            raise ReadError(f"cannot open: {exc}" if exc.at_open else str(exc)) from None
         except (OSError, zlib.error) as exc:  # gzip.BadGzipFile is an OSError
             raise ReadError(f"corrupt or unreadable file: {exc}") from None
 
