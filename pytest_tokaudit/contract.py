@@ -626,7 +626,9 @@ def contract_from_config(config: pytest.Config) -> Contract:
                 raw, origin = cli, "--tokaudit-tokenizer"
         try:
             value = key.parse(raw)
-            if key.attr in PATH_ATTRS and value:
+            if key.attr == "expected_ids" and value and "://" in value:
+                _check_url(config, value)  # a manifest at a URL: read through fsspec
+            elif key.attr in PATH_ATTRS and value:
                 value = str(_relative_to(config, value, origin))
                 _check_path(key, Path(value))
         except ContractError as exc:
@@ -655,6 +657,25 @@ def _check_path(key: Key, path: Path) -> None:
     if key.attr == "expected_ids" and not path.is_file():
         what = "is not a file" if path.exists() else "does not exist"
         raise ContractError(f"manifest {path} {what}")
+
+
+def _check_url(config: pytest.Config, url: str) -> None:
+    """A manifest URL: fsspec and its protocol installed (else name the extra) and, on the
+    controller, the file there (one request; the workers never read the manifest)."""
+    from .remote import RemoteUnavailable, describe, display_url, filesystem
+
+    try:
+        fs, path = filesystem(url)
+    except RemoteUnavailable as exc:
+        raise ContractError(str(exc)) from None
+    if hasattr(config, "workerinput"):
+        return
+    try:
+        found = fs.isfile(path)
+    except Exception as exc:  # noqa: BLE001 - any storage error: say which, no traceback
+        raise ContractError(f"manifest {display_url(url)}: {describe(exc)}") from None
+    if not found:
+        raise ContractError(f"manifest {display_url(url)} does not exist")
 
 
 def _relative_to(config: pytest.Config, value: str, origin: str) -> Path:

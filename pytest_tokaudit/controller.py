@@ -55,6 +55,7 @@ class Coverage:
     errors: int = 0  # collection errors
     stopped: str = ""  # -x / --maxfail / interrupted
     named: list[str] = field(default_factory=list)  # paths on the command line
+    empty_roots: list[str] = field(default_factory=list)  # URL roots listing no data file
 
     @property
     def partial(self) -> str | None:
@@ -80,7 +81,8 @@ class Coverage:
     def to_json(self) -> dict[str, Any]:
         return {"roots": self.roots, "dataset": self.dataset, "audited": self.audited,
                 "records": self.records, "missing": self.missing, "unmatched": self.unmatched,
-                "errors": self.errors, "stopped": self.stopped, "partial": self.partial}
+                "errors": self.errors, "stopped": self.stopped, "partial": self.partial,
+                "empty_roots": self.empty_roots}
 
     @classmethod
     def union(cls, parts: list[dict[str, Any]]) -> Coverage:
@@ -105,6 +107,7 @@ class Coverage:
             unmatched=sorted({p for c in parts for p in c["unmatched"]}),
             errors=sum(c["errors"] for c in parts),
             stopped="; ".join(c["stopped"] for c in parts if c["stopped"]),
+            empty_roots=sorted({r for c in parts for r in c.get("empty_roots", [])}),
         )
 
 
@@ -222,7 +225,13 @@ class Controller:
 
     def make_whole_file(self, session: pytest.Session, nodeid: str) -> DeferredItem:
         from .compat import PrivateApiError, load_conftests
+        from .remote import PLUGIN, is_url
 
+        if is_url(nodeid):  # a file at a URL: rebuilt from the controller's listing
+            remote = self.config.pluginmanager.get_plugin(PLUGIN)
+            item = remote.make_whole_file(session, nodeid) if remote is not None else None
+            return item or BrokenItem.from_parent(session, name=nodeid, nodeid=nodeid,
+                                                  why=f"{nodeid.split('::')[0]} is no longer listed")
         path = Path(self.config.rootpath, nodeid.split("::")[0])
         try:
             # Judged as the file's own item: its conftest.py hooks and contract.
@@ -276,7 +285,7 @@ class Controller:
 
         path = item.display
         whole = merge_parts(self.shards_of(path))
-        check_file(item.path, item.contract, item.ihook, whole)
+        check_file(item.source, item.contract, item.ihook, whole)
         whole.complete = True
         self.wholes[path] = whole
         if whole.file_findings:
@@ -323,13 +332,19 @@ class Controller:
         for path, parts in by_path.items():  # audited files outside the dataset's paths
             if path not in done and path not in missing:
                 missing[path] = "did not finish (failed to run, skipped, timed out, crashed or stopped)"
-        return Coverage(
+        cov = Coverage(
             roots=roots, dataset=dataset, audited=sorted(audited), records=records,
             missing=missing, unmatched=unmatched, errors=self.collect_errors,
             stopped=self.stopped,
             named=[display_path(Path(a.split("::")[0]).absolute(), config.rootpath)
                    for a in config.args],
         )
+        from .remote import PLUGIN
+
+        remote = config.pluginmanager.get_plugin(PLUGIN)
+        if remote is not None:  # URL roots: their files are part of the dataset
+            remote.extend_coverage(cov, selected_files)
+        return cov
 
     def by_path(self) -> dict[str, list[FileSummary]]:
         out: dict[str, list[FileSummary]] = {}
@@ -341,6 +356,7 @@ class Controller:
         """Lines before each shard of `path`: added up when every shard from the first is
         in, counted in the file otherwise, so no line depends on another shard running."""
         from .collect import rows_before
+        from .remote import source_of
 
         parts = sorted((s for s in parts if s.shard is not None), key=lambda s: s.shard)
         if [s.shard for s in parts] == list(range(len(parts))):
@@ -350,7 +366,7 @@ class Controller:
                 total += s.lines
             return out
         try:
-            return {s.shard: rows_before(Path(self.config.rootpath, s.path), s.start)
+            return {s.shard: rows_before(source_of(self.config, s.path), s.start)
                     for s in parts}
         except OSError:  # the file went away: lines stay relative to their shard
             return {s.shard: 0 for s in parts}
@@ -448,9 +464,16 @@ class BrokenItem(DeferredItem):
 
 
 def coverage_outcome(cov: Coverage, contract: Contract) -> Outcome:
-    where = "the rootdir" if cov.roots == ["."] else ", ".join(cov.roots)
+    where = ", ".join("the rootdir" if r == "." else r for r in cov.roots)
     if cov.partial:
         return Outcome("coverage", "skipped", f"partial run: {cov.partial}")
+    if cov.empty_roots:  # a URL prefix with nothing under it may as well be mistyped
+        glob = " ".join(contract.glob)
+        message = (f"no data file under {', '.join(cov.empty_roots)}: tokaudit_glob ({glob}) "
+                   "matched nothing there")
+        shown = [u for u in cov.unmatched if any(u.startswith(r) for r in cov.empty_roots)]
+        lines = [f"present but not matched by tokaudit_glob: {', '.join(shown[:10])}"] if shown else []
+        return Outcome("coverage", "failed", message, lines)
     if not cov.records and not (cov.audited and contract.allow_empty):
         glob = " ".join(contract.glob)
         if cov.audited:
@@ -482,9 +505,11 @@ def walk_dataset(config: pytest.Config, patterns: tuple[str, ...]) -> tuple[list
     testpaths = config.getini("testpaths")
     paths: list[Path] = []
     for entry in testpaths or []:
+        if "://" in entry:  # a URL: listed by remote.py
+            continue
         matches = sorted(glob.glob(str(root / entry), recursive=True)) or [str(root / entry)]
         paths += [Path(m) for m in matches]
-    if not paths:
+    if not paths and not testpaths:
         paths = [root]
     norecurse = config.getini("norecursedirs")
     ignore = {Path(p).resolve() for p in (config.getoption("ignore", None) or [])}

@@ -106,7 +106,9 @@ def evaluate(
 def _expected(index: IdIndex | None, contract: Contract, partial: str | None) -> Outcome:
     if partial:
         return Outcome("expected_ids", "skipped", f"partial run: {partial}")
-    path = Path(contract.expected_ids)
+    from .remote import manifest_path
+
+    path = manifest_path(contract.expected_ids)  # a Path, or a file at a URL
     try:
         expected = read_manifest(path, contract.id_field)
     except OSError as exc:

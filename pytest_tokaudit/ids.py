@@ -27,6 +27,7 @@ is merged into partitions of the index, which reports each key it already held a
 from __future__ import annotations
 
 import heapq
+import io
 import json
 import sys
 import tempfile
@@ -711,7 +712,8 @@ def read_manifest(path: Path | str, id_field: tuple[str, ...]) -> list[Any]:
     """
     name = ".".join(id_field)
     out: list[Any] = []
-    with open(path, "rb") as fh:
+    opener = getattr(path, "open_stream", None)  # a manifest at a URL (remote.ManifestUrl)
+    with (io.BufferedReader(opener(), 1 << 20) if opener is not None else open(path, "rb")) as fh:
         for n, raw in enumerate(fh, 1):
             raw = raw.strip()
             if not raw:

@@ -187,8 +187,19 @@ class Report:
 
 def load(path: str | os.PathLike) -> Report:
     """A report written by --tokaudit-json; ReportError says what is wrong with it."""
+    from .remote import RemoteUnavailable, display_url, is_url, read_bytes
+
     try:
-        data = orjson.loads(Path(path).read_bytes())
+        if is_url(str(path)):  # a report at a URL (s3://...): read through fsspec
+            path = str(path)
+            try:
+                raw = read_bytes(path)
+            except RemoteUnavailable as exc:
+                raise ReportError(f"cannot read {display_url(path)}: {exc}") from None
+            path = display_url(path)
+        else:
+            raw = Path(path).read_bytes()
+        data = orjson.loads(raw)
     except OSError as exc:
         raise ReportError(f"cannot read {path}: {exc.strerror}") from None
     except orjson.JSONDecodeError as exc:
@@ -403,7 +414,7 @@ class BaselineCheck:
             report = load(path)
         except ReportError as exc:
             raise pytest.UsageError(f"--tokaudit-baseline: {exc}") from None
-        self.path = path
+        self.path = report.name  # a URL without what would be a credential in it
         self.files = report.metrics
 
     @pytest.hookimpl

@@ -37,6 +37,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     add_ini_keys(parser)
 
 
+def pytest_load_initial_conftests(early_config: pytest.Config, args: list[str]) -> None:
+    # URL testpaths (s3://...) must reach pytest as arguments, or it collects the rootdir.
+    if getattr(early_config.known_args_namespace, "tokaudit", False) and any(
+        "://" in t for t in early_config.getini("testpaths") or []
+    ):
+        from .remote import testpath_urls_as_args
+
+        testpath_urls_as_args(early_config, args)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "tokaudit: an item of pytest-tokaudit (a data file, shard or dataset check)"
@@ -70,3 +80,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
         config.stash[CONTROLLER] = Controller(config, contract)
         pm.register(config.stash[CONTROLLER], "tokaudit.controller")
+    # URLs on the command line or in testpaths: out of pytest's args, listed and collected
+    # by remote.py (registered after the collector, so its items come before the checks').
+    from .remote import configure as configure_remote
+
+    configure_remote(config)
