@@ -1,0 +1,520 @@
+"""Remote storage: data roots, manifests and baselines at fsspec URLs, read from a real S3
+API (moto's server, on a free port of 127.0.0.1) through s3fs.
+
+The subprocess runs reach the server the way a user's runs reach S3: s3fs takes its
+endpoint from fsspec's configuration (``FSSPEC_S3_ENDPOINT_URL``) and its credentials from
+the AWS variables. The same corpus audited from a local folder and from the bucket must
+give the same verdicts, failure text (the path prefix aside) and summary rows; storage
+failures are findings or usage errors, never tracebacks, and no credential is printed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+import shutil
+import socket
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import (
+    XDIST_MODES,
+    TokProject,
+    assert_no_crash,
+    failure_section,
+    failure_sections,
+    rec,
+    summary_rows,
+    summary_section,
+)
+
+boto3 = pytest.importorskip("boto3")
+moto_server = pytest.importorskip("moto.server")
+pytest.importorskip("s3fs")
+pa = pytest.importorskip("pyarrow")
+pq = pytest.importorskip("pyarrow.parquet")
+# pytester restores sys.modules after each test: a module the server imports lazily during
+# one test would be imported afresh in the next, with new state (an IAM user created in
+# one copy, its access key checked in another). Import what the server uses now.
+import moto.core.authorization  # noqa: E402
+import moto.iam.access_control  # noqa: E402
+import moto.iam.models  # noqa: E402
+import moto.moto_api._internal.responses  # noqa: E402
+import moto.s3.models  # noqa: E402
+import moto.s3.responses  # noqa: E402
+import moto.sts.models  # noqa: E402
+from moto.backends import get_backend  # noqa: E402
+
+for _service in ("s3", "iam", "sts", "moto_api"):
+    get_backend(_service)
+
+FAILED = pytest.ExitCode.TESTS_FAILED
+OK = pytest.ExitCode.OK
+USAGE = pytest.ExitCode.USAGE_ERROR
+KEY_ID = "AKIATOKAUDITDUMMYKEY"
+SECRET = "tokaudit-dummy-secret-5f3a9c"  # must never appear in any output
+THINK, END, OPEN = 7, 8, 9
+INI = dict(
+    tokaudit_require_once=THINK, tokaudit_require_last=END, tokaudit_forbid=OPEN,
+    tokaudit_count_abs=0, tokaudit_count_rel="0%", tokaudit_where="provider",
+    tokaudit_unique_ids="true",
+)
+
+
+class S3:
+    """The moto server and a boto3 client of it."""
+
+    def __init__(self, endpoint: str):
+        self.endpoint = endpoint
+        self.client = boto3.client(
+            "s3", endpoint_url=endpoint, region_name="us-east-1",
+            aws_access_key_id=KEY_ID, aws_secret_access_key=SECRET,
+        )
+
+    def bucket(self, name: str) -> str:
+        self.client.create_bucket(Bucket=name)
+        return name
+
+    def put(self, bucket: str, key: str, data: bytes) -> None:
+        self.client.put_object(Bucket=bucket, Key=key, Body=data)
+
+    def upload(self, local: Path, bucket: str, prefix: str) -> None:
+        for path in sorted(local.rglob("*")):
+            if path.is_file():
+                self.put(bucket, f"{prefix}/{path.relative_to(local).as_posix()}", path.read_bytes())
+
+
+@pytest.fixture(scope="session")
+def s3_server():
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # no request log in the output
+    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    yield f"http://{host}:{port}"
+    server.stop()
+
+
+@pytest.fixture
+def s3(s3_server: str, monkeypatch: pytest.MonkeyPatch, tmp_path_factory) -> S3:
+    """The server, with the environment every subprocess run reads its configuration from:
+    fsspec's endpoint setting, dummy AWS credentials, nothing from this machine's files."""
+    empty = tmp_path_factory.mktemp("fsspec-config")
+    monkeypatch.setenv("FSSPEC_CONFIG_DIR", str(empty))
+    monkeypatch.setenv("FSSPEC_S3_ENDPOINT_URL", s3_server)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", KEY_ID)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", SECRET)
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(empty / "aws-config"))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(empty / "aws-credentials"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    for name in ("AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_ENDPOINT_URL", "FSSPEC_S3"):
+        monkeypatch.delenv(name, raising=False)
+    return S3(s3_server)
+
+
+@pytest.fixture
+def one(pytester: pytest.Pytester) -> TokProject:
+    """A project run without xdist only: for failures of the storage, which do not depend
+    on how items are spread (each run against the server costs seconds)."""
+    return TokProject(pytester, XDIST_MODES["no-xdist"])
+
+
+@pytest.fixture
+def bucket(s3: S3, request: pytest.FixtureRequest) -> str:
+    """A fresh bucket per test (and per xdist mode), with a short name: a failure section's
+    title must fit the terminal's width to be found."""
+    return s3.bucket("t-" + hashlib.sha1(request.node.nodeid.encode()).hexdigest()[:10])
+
+
+def assert_clean(result: pytest.RunResult) -> None:
+    """No traceback, and no credential anywhere in the output."""
+    assert_no_crash(result)
+    for name in ("stdout", "stderr"):
+        text = getattr(result, name).str()
+        assert SECRET not in text, text
+        assert KEY_ID not in text, text
+
+
+# -- the corpus ----------------------------------------------------------------------------
+
+def good(i: int, **kw: Any) -> dict:
+    return rec(i, 12, once=[THINK], last=END, provider="api", **kw)
+
+
+def rows() -> list[dict]:
+    out = [good(i) for i in range(1, 41)]
+    out[2] = rec(3, 12, 15, once=[THINK], last=END, provider="api")  # count
+    out[5] = rec(6, 12, once=[THINK, THINK], last=END, provider="api")  # require_once
+    out[9] = rec(10, 12, once=[THINK], provider="api")  # require_last
+    out[11] = {**good(12), "output_ids": None}  # unusable
+    out[19] = {**good(20), "provider": None}  # skipped by tokaudit_where
+    return out
+
+
+def write_corpus(project: TokProject) -> None:
+    """JSONL (one with a broken line), .gz, a big JSONL that shards, and a Parquet file."""
+    project.jsonl("data/a.jsonl", [*rows(), "{broken"])
+    project.jsonl("data/sub/b.jsonl.gz", [good(100 + i) for i in range(30)] + [good(5)])
+    big = [good(200 + i) for i in range(120)]
+    big[77] = rec(277, 12, 30, once=[THINK], last=END, provider="api")
+    project.jsonl("data/big.jsonl", big)
+    table = pa.Table.from_pylist([{**r, "sample_id": r["sample_id"] + 1000} for r in rows()])
+    pq.write_table(table, project.path / "data/c.parquet", row_group_size=10)
+    project.write("data/notes.csv", "not data\n")
+
+
+SHARD = "6000"  # big.jsonl (~7 KiB) shards, and c.parquet splits by row groups
+
+
+def outcome_lines(result: pytest.RunResult) -> list[str]:
+    """'OUTCOME node id' of each -rA line (messages are cut to the terminal's width)."""
+    return sorted(" ".join(m) for m in re.findall(r"^(PASSED|FAILED|ERROR) (\S+)", result.stdout.str(), re.M))
+
+
+def test_the_same_corpus_gives_the_same_audit_locally_and_from_a_bucket(
+    project: TokProject, s3: S3, bucket: str
+):
+    write_corpus(project)
+    s3.upload(project.path / "data", bucket, "data")
+    url = f"s3://{bucket}/data"
+    project.ini(**INI, tokaudit_shard_size=SHARD)
+    local = project.run("-rA")
+    shutil.rmtree(project.path / "data")  # the remote run has nothing local to fall back on
+    remote = project.run("-rA", paths=(url + "/",))
+    for result in (local, remote):
+        assert_clean(result)
+        assert result.ret == FAILED, result.stdout.str()
+
+    def same(text: str) -> str:
+        return text.replace(url + "/", "data/")
+
+    for name in ("a.jsonl", "sub/b.jsonl.gz", "big.jsonl", "c.parquet"):
+        sections = failure_sections(local, f"tokaudit: data/{name}")
+        assert [[same(line) for line in s] for s in failure_sections(remote, f"tokaudit: {url}/{name}")] \
+            == sections, name
+    assert {same(k): v for k, v in summary_rows(remote).items()} == summary_rows(local)
+    assert sorted(same(line) for line in outcome_lines(remote)) == outcome_lines(local)
+    text = remote.stdout.str()
+    # Node ids, findings and reports name the URL.
+    assert f"FAILED {url}/a.jsonl::tokaudit - " in text
+    assert f"{url}/a.jsonl:3: sample_id=3: count: billed 15, counted 12" in text
+    assert f"{url}/c.parquet:row 3: sample_id=1003: count: billed 15, counted 12" in text
+    assert f"{url}/big.jsonl:78: sample_id=277: count: billed 30, counted 12" in text
+    assert re.search(rf"{url}/big\.jsonl::tokaudit\[shard 1 of \d\]", text), text
+    assert f"sample_id=5: 2 records: {url}/a.jsonl:5, {url}/sub/b.jsonl.gz:31" in text
+    # The remote root is the dataset: complete, so the dataset checks are judged.
+    assert "pytest.ini::tokaudit::coverage: passed: 4 data files (" in text
+    assert f"audited to the end under the rootdir, {url}/" in text
+
+
+@pytest.mark.parametrize("where", ["testpaths", "both"])
+def test_a_url_in_testpaths_is_the_dataset(project: TokProject, s3: S3, bucket: str, where: str):
+    s3.put(bucket, "data/a.jsonl", b"\n".join(json.dumps(rec(i)).encode() for i in range(1, 6)))
+    testpaths = f"s3://{bucket}/data" if where == "testpaths" else f"local s3://{bucket}/data"
+    if where == "both":
+        project.jsonl("local/l.jsonl", [rec(10)])
+    project.jsonl("elsewhere/not_in_dataset.jsonl", [rec(99)])  # the rootdir is not searched
+    project.ini(testpaths=testpaths, tokaudit_unique_ids="true")
+    result = project.run("-rA", paths=())
+    assert_clean(result)
+    assert result.ret == OK, result.stdout.str()
+    text = result.stdout.str()
+    assert f"PASSED s3://{bucket}/data/a.jsonl::tokaudit" in text
+    assert "not_in_dataset" not in text
+    assert "No files were found in testpaths" not in text
+    n = 2 if where == "both" else 1
+    assert f"pytest.ini::tokaudit::coverage: passed: {n} data file" in text
+    assert f"testpaths: {testpaths.replace(' ', ', ')}" in text
+    # Naming one file of it on the command line is a partial run, as for a local folder.
+    s3.put(bucket, "data/b.jsonl", json.dumps(rec(7)).encode())
+    result = project.run("-rA", paths=(f"s3://{bucket}/data/b.jsonl",))
+    assert_clean(result)
+    result.stdout.fnmatch_lines([f"SKIPPED [[]1[]] pytest.ini: partial run: *not selected*s3://{bucket}/data/a.jsonl*"])
+
+
+def test_an_empty_prefix_fails_coverage_naming_it(one: TokProject, s3: S3, bucket: str):
+    s3.put(bucket, "data/a.jsonl", json.dumps(rec(1)).encode())
+    s3.put(bucket, "empty/notes.csv", b"x\n")
+    one.ini()
+    result = one.run("-rA", paths=(f"s3://{bucket}/data/", f"s3://{bucket}/empty/"))
+    assert_clean(result)
+    assert result.ret == FAILED, result.stdout.str()
+    assert (f"pytest.ini::tokaudit::coverage: failed: no data file under s3://{bucket}/empty/: "
+            "tokaudit_glob (*.jsonl *.jsonl.gz *.jsonl.zst *.parquet) matched nothing there"
+            in result.stdout.str()), result.stdout.str()
+    assert f"present but not matched by tokaudit_glob: s3://{bucket}/empty/notes.csv" in result.stdout.str()
+    # Alone, it fails like an empty local folder: no data audited.
+    result = one.run("-rA", paths=(f"s3://{bucket}/nothing-here/",))
+    assert_clean(result)
+    assert result.ret == FAILED, result.stdout.str()
+    assert (f"pytest.ini::tokaudit::coverage: failed: no data file under s3://{bucket}/nothing-here/"
+            in result.stdout.str()), result.stdout.str()
+
+
+def test_a_missing_bucket_is_a_usage_error_naming_the_url(one: TokProject, s3: S3):
+    one.ini()
+    result = one.run(paths=("s3://no-such-bucket-tokaudit/data/",))
+    assert_clean(result)
+    assert result.ret == USAGE, result.stdout.str()
+    assert "cannot list s3://no-such-bucket-tokaudit/data/: no such file or bucket" in result.stderr.str()
+
+
+def test_manifest_and_baseline_at_urls(one: TokProject, s3: S3, bucket: str):
+    s3.put(bucket, "data/a.jsonl", b"\n".join(json.dumps(rec(i)).encode() for i in (1, 2, 4)))
+    s3.put(bucket, "meta/manifest.txt", b"1\n2\n3\n4\n")
+    one.ini(tokaudit_expected_ids=f"s3://{bucket}/meta/manifest.txt")
+    data = f"s3://{bucket}/data/"
+    first = one.run("-rA", "--tokaudit-json=audit.json", paths=(data,))
+    assert_clean(first)
+    assert first.ret == FAILED, first.stdout.str()
+    first.stdout.fnmatch_lines(["FAILED pytest.ini::tokaudit::expected_ids - 1 of 4 expected ids have no record"])
+    report = json.loads((one.path / "audit.json").read_text())
+    assert [f["path"] for f in report["files"]] == [f"{data}a.jsonl"]
+    s3.put(bucket, "reports/base.json", (one.path / "audit.json").read_bytes())
+    # The file gets worse: the baseline at a URL catches it.
+    s3.put(bucket, "data/a.jsonl", b"\n".join(json.dumps(rec(i, billed=14 if i == 2 else None)).encode()
+                                               for i in (1, 2, 3, 4)))
+    result = one.run("-rA", f"--tokaudit-baseline=s3://{bucket}/reports/base.json",
+                         "-o", "tokaudit_count_abs=8", paths=(data,))
+    assert_clean(result)
+    assert result.ret == FAILED, result.stdout.str()
+    text = result.stdout.str()
+    assert f"baseline: worse than baseline s3://{bucket}/reports/base.json by more than 10%" in text
+    assert "PASSED pytest.ini::tokaudit::expected_ids" in text
+    # Missing ones are usage errors, as for local paths.
+    one.ini(tokaudit_expected_ids=f"s3://{bucket}/meta/nope.txt")
+    result = one.run(paths=(data,))
+    assert_clean(result)
+    assert result.ret == USAGE
+    assert f"manifest s3://{bucket}/meta/nope.txt does not exist" in result.stderr.str()
+    one.ini()
+    result = one.run(f"--tokaudit-baseline=s3://{bucket}/reports/nope.json", paths=(data,))
+    assert_clean(result)
+    assert result.ret == USAGE
+    assert f"--tokaudit-baseline: cannot read s3://{bucket}/reports/nope.json: " in result.stderr.str()
+
+
+def test_a_key_that_vanishes_after_listing_is_a_read_finding(project: TokProject, s3: S3, bucket: str):
+    s3.put(bucket, "data/a.jsonl", json.dumps(rec(1)).encode())
+    s3.put(bucket, "data/gone.jsonl", json.dumps(rec(2)).encode())
+    # After the controller listed the bucket (a tryfirst sessionstart), before any read.
+    project.write("conftest.py", (
+        "import boto3, os\n"
+        "def pytest_sessionstart(session):\n"
+        "    if not hasattr(session.config, 'workerinput'):\n"
+        "        client = boto3.client('s3', endpoint_url=os.environ['FSSPEC_S3_ENDPOINT_URL'])\n"
+        f"        client.delete_object(Bucket={bucket!r}, Key='data/gone.jsonl')\n"
+    ))
+    project.ini()
+    result = project.run("-rA", paths=(f"s3://{bucket}/data/",))
+    assert_clean(result)
+    assert result.ret == FAILED, result.stdout.str()
+    assert failure_section(result, f"s3://{bucket}/data/gone.jsonl")[0].startswith(
+        "cannot open: no such file or bucket"), result.stdout.str()
+    assert f"PASSED s3://{bucket}/data/a.jsonl::tokaudit" in result.stdout.str()
+    result.stdout.fnmatch_lines([f"SKIPPED [[]1[]] pytest.ini: partial run: 1 data file did not finish*gone.jsonl"])
+
+
+def test_without_s3fs_a_url_is_a_usage_error_naming_the_extra(one: TokProject, s3: S3, bucket: str):
+    blocker = one.path / "nos3fs"
+    (blocker / "s3fs").mkdir(parents=True)
+    (blocker / "s3fs/__init__.py").write_text("raise ImportError('No module named s3fs')\n")
+    one.pytester._monkeypatch.setenv("PYTHONPATH", str(blocker))
+    one.ini()
+    result = one.run(paths=(f"s3://{bucket}/data/",))
+    assert_clean(result)
+    assert result.ret == USAGE, result.stdout.str()
+    assert ("reading s3:// URLs needs fsspec and s3fs: pip install 'pytest-tokaudit[s3]'"
+            in result.stderr.str())
+    (blocker / "fsspec").mkdir()
+    (blocker / "fsspec/__init__.py").write_text("raise ImportError('No module named fsspec')\n")
+    one.ini(tokaudit_expected_ids="gs://bucket/manifest.txt")
+    result = one.run(paths=())
+    assert result.ret == USAGE, result.stdout.str()
+    assert "reading gs:// URLs needs fsspec and gcsfs: pip install 'pytest-tokaudit[gcs]'" in result.stderr.str()
+
+
+# -- a connection dropped mid-file ------------------------------------------------------------
+
+class DroppingProxy:
+    """An HTTP proxy to the S3 server that cuts every ranged GET starting past byte 0 of
+    `key` after `keep` bytes of its response, then closes the connection: the network
+    failing in the middle of a file. One request per connection (it asks for close)."""
+
+    def __init__(self, upstream: str, key: str, keep: int = 2048):
+        host, port = upstream.removeprefix("http://").split(":")
+        self.upstream = (host, int(port))
+        self.key, self.keep = key, keep
+        self.cuts = 0
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.endpoint = "http://127.0.0.1:%d" % self.server.getsockname()[1]
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                client, _ = self.server.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._handle, args=(client,), daemon=True).start()
+
+    def _handle(self, client: socket.socket) -> None:
+        with client, socket.create_connection(self.upstream) as up:
+            head = b""
+            while b"\r\n\r\n" not in head:
+                piece = client.recv(65536)
+                if not piece:
+                    return
+                head += piece
+            head, body = head.split(b"\r\n\r\n", 1)
+            lines = head.split(b"\r\n")
+            length = 0
+            kept = [lines[0]]
+            for line in lines[1:]:
+                name = line.split(b":", 1)[0].strip().lower()
+                if name == b"content-length":
+                    length = int(line.split(b":", 1)[1])
+                if name not in (b"connection", b"keep-alive"):
+                    kept.append(line)
+            while len(body) < length:
+                body += client.recv(65536)
+            kept.append(b"Connection: close")
+            up.sendall(b"\r\n".join(kept) + b"\r\n\r\n" + body)
+            method, target = lines[0].split(b" ")[:2]
+            ranged = re.search(rb"(?im)^range: *bytes=(\d+)-", head)
+            cut = (method == b"GET" and self.key.encode() in target
+                   and ranged is not None and int(ranged.group(1)) > 0)
+            sent = 0
+            while True:
+                data = up.recv(65536)
+                if not data:
+                    return
+                if cut and sent + len(data) > self.keep:
+                    client.sendall(data[: self.keep - sent])
+                    self.cuts += 1
+                    client.shutdown(socket.SHUT_RDWR)
+                    return
+                client.sendall(data)
+                sent += len(data)
+
+    def close(self) -> None:
+        self.server.close()
+
+
+def test_a_connection_dropped_mid_file_is_a_read_finding(
+    one: TokProject, s3: S3, bucket: str, monkeypatch: pytest.MonkeyPatch
+):
+    pad = "x" * 4000
+    records = [rec(i, pad=pad) for i in range(1, 1601)]  # ~6.5 MB: a second ranged read
+    data = b"".join(json.dumps(r).encode() + b"\n" for r in records)
+    s3.put(bucket, "data/big.jsonl", data)
+    s3.put(bucket, "data/small.jsonl", json.dumps(rec(1)).encode())
+    proxy = DroppingProxy(s3.endpoint, f"/{bucket}/data/big.jsonl")
+    monkeypatch.setenv("FSSPEC_S3_ENDPOINT_URL", proxy.endpoint)
+    one.ini(tokaudit_max_line_bytes=8192)
+    try:
+        result = one.run("-rA", paths=(f"s3://{bucket}/data/",))
+    finally:
+        proxy.close()
+    assert_clean(result)
+    assert proxy.cuts >= 1
+    assert result.ret == FAILED, result.stdout.str()
+    section = failure_section(result, f"s3://{bucket}/data/big.jsonl")
+    # The lines before the failure were audited; the finding says where it stopped.
+    assert re.match(r"read failed at byte [\d,]+: \w+.*\(after line \d+\)$", section[0]), section
+    after = int(re.search(r"after line (\d+)", section[0]).group(1))
+    assert 900 < after < 1600, section
+    assert f"PASSED s3://{bucket}/data/small.jsonl::tokaudit" in result.stdout.str()
+    rows_seen = summary_rows(result)[f"s3://{bucket}/data/big.jsonl"]
+    assert rows_seen[:2] == [f"{after:,}", f"{after:,}"], rows_seen
+    # Not read to the end: the run is partial, so no dataset check passes on it.
+    result.stdout.fnmatch_lines([
+        f"SKIPPED [[]1[]] pytest.ini: partial run: 1 data file did not finish*s3://{bucket}/data/big.jsonl"])
+
+
+# -- access denied ------------------------------------------------------------------------------
+
+@pytest.fixture
+def auditor(s3: S3, bucket: str, monkeypatch: pytest.MonkeyPatch):
+    """An IAM user that may read the bucket except data/secret.jsonl, and may not list the
+    bucket named like it with -p; moto checks its every request while the fixture lasts."""
+    import requests
+
+    iam = boto3.client("iam", endpoint_url=s3.endpoint, region_name="us-east-1",
+                       aws_access_key_id=KEY_ID, aws_secret_access_key=SECRET)
+    name = f"auditor-{bucket}"
+    iam.create_user(UserName=name)
+    iam.put_user_policy(UserName=name, PolicyName="read", PolicyDocument=json.dumps({
+        "Version": "2012-10-17",
+        "Statement": [
+            {"Effect": "Allow", "Action": "s3:*", "Resource": "*"},
+            {"Effect": "Deny", "Action": "s3:GetObject",
+             "Resource": f"arn:aws:s3:::{bucket}/data/secret.jsonl"},
+            {"Effect": "Deny", "Action": "s3:ListBucket", "Resource": f"arn:aws:s3:::{bucket}-p"},
+        ],
+    }))
+    key = iam.create_access_key(UserName=name)["AccessKey"]
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", key["AccessKeyId"])
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", key["SecretAccessKey"])
+    requests.post(f"{s3.endpoint}/moto-api/reset-auth", data=b"0").raise_for_status()
+    try:
+        yield key
+    finally:
+        requests.post(f"{s3.endpoint}/moto-api/reset-auth", data=b"inf").raise_for_status()
+
+
+def test_a_denied_object_is_a_read_finding_and_no_credential_is_printed(
+    one: TokProject, s3: S3, bucket: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    request: pytest.FixtureRequest,
+):
+    s3.put(bucket, "data/a.jsonl", json.dumps(rec(1)).encode())
+    s3.put(bucket, "data/secret.jsonl", json.dumps(rec(2)).encode())
+    s3.put(bucket, "data/c.parquet", b"")  # replaced below
+    table = pa.Table.from_pylist([rec(3)])
+    pq.write_table(table, tmp_path / "c.parquet")
+    s3.put(bucket, "data/c.parquet", (tmp_path / "c.parquet").read_bytes())
+    s3.put(s3.bucket(f"{bucket}-p"), "data/p.jsonl", json.dumps(rec(4)).encode())
+    key = request.getfixturevalue("auditor")
+    one.ini()
+    result = one.run("-rA", paths=(f"s3://{bucket}/data/",))
+    assert_clean(result)
+    for name in ("stdout", "stderr"):
+        assert key["SecretAccessKey"] not in getattr(result, name).str()
+        assert key["AccessKeyId"] not in getattr(result, name).str()
+    assert result.ret == FAILED, result.stdout.str()
+    assert failure_section(result, f"s3://{bucket}/data/secret.jsonl")[0].startswith(
+        "cannot open: access denied"), result.stdout.str()
+    text = result.stdout.str()
+    assert f"PASSED s3://{bucket}/data/a.jsonl::tokaudit" in text
+    assert f"PASSED s3://{bucket}/data/c.parquet::tokaudit" in text
+    # A root that cannot be listed at all is a usage error naming it.
+    result = one.run(paths=(f"s3://{bucket}-p/data/",))
+    assert_clean(result)
+    assert result.ret == USAGE, result.stdout.str()
+    assert f"cannot list s3://{bucket}-p/data/: access denied" in result.stderr.str()
+
+
+def test_credentials_in_fsspec_configuration_are_never_printed(
+    one: TokProject, s3: S3, bucket: str, monkeypatch: pytest.MonkeyPatch
+):
+    """Storage options given to fsspec (here its FSSPEC_S3 JSON) are used and never shown,
+    whatever fails: a missing key, a broken file, a missing bucket."""
+    monkeypatch.delenv("AWS_ACCESS_KEY_ID")
+    monkeypatch.delenv("AWS_SECRET_ACCESS_KEY")
+    monkeypatch.setenv("FSSPEC_S3", json.dumps({"key": KEY_ID, "secret": SECRET}))
+    s3.put(bucket, "data/a.jsonl.gz", b"\x1f\x8b" + b"broken gzip")
+    s3.put(bucket, "data/b.jsonl", json.dumps(rec(1)).encode())
+    one.ini()
+    result = one.run("-rA", "-vv", "--tb=long", paths=(f"s3://{bucket}/data/",))
+    assert_clean(result)
+    assert result.ret == FAILED, result.stdout.str()
+    assert f"PASSED s3://{bucket}/data/b.jsonl::tokaudit" in result.stdout.str()
+    result = one.run("-vv", paths=(f"s3://{bucket}-missing/data/",))
+    assert_clean(result)
+    assert result.ret == USAGE
