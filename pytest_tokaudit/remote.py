@@ -339,8 +339,8 @@ def list_root(url: str, patterns: tuple[str, ...], norecurse: list[str],
         info = infos[name]
         if info.get("type", "file") != "file":
             continue
-        if base is None:
-            file_url, rel = url, name.rsplit("/", 1)[-1]
+        if base is None:  # the root is the file (its name without an http query)
+            file_url, rel = url, display_url(url).rstrip("/").rsplit("/", 1)[-1]
         else:
             rel = name[len(base):].lstrip("/") if name.startswith(base) else name
             file_url = url.rstrip("/") + "/" + rel

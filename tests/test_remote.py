@@ -518,3 +518,27 @@ def test_credentials_in_fsspec_configuration_are_never_printed(
     result = one.run("-vv", paths=(f"s3://{bucket}-missing/data/",))
     assert_clean(result)
     assert result.ret == USAGE
+
+
+def test_one_file_over_http_and_one_item_by_node_id(one: TokProject, s3: S3, bucket: str):
+    """An http(s) URL is one file (no listing); its query string (a presigned URL's
+    signature, say) is used but never shown. A URL argument may name one item."""
+    s3.put(bucket, "data/a.jsonl", b"\n".join(json.dumps(rec(i, billed=30 if i == 3 else None)).encode()
+                                             for i in range(1, 6)))
+    one.ini()
+    url = f"{s3.endpoint}/{bucket}/data/a.jsonl"
+    result = one.run("-rA", paths=(url + "?X-Amz-Signature=sekrit0query0value",))
+    assert_clean(result)
+    assert "sekrit0query0value" not in result.stdout.str() + result.stderr.str()
+    assert result.ret == FAILED, result.stdout.str()
+    assert any(line.startswith(f"{url}:3: sample_id=3: count: billed 30, counted 10")
+               for line in failure_section(result, url)), result.stdout.str()
+    result.stdout.fnmatch_lines([f"FAILED {url}::tokaudit - *"])
+    assert "pytest.ini::tokaudit::coverage: passed: 1 data file (5 records)" in result.stdout.str()
+    big = b"".join(json.dumps(rec(i)).encode() + b"\n" for i in range(1, 101))
+    s3.put(bucket, "big/b.jsonl", big)
+    shard = f"s3://{bucket}/big/b.jsonl::tokaudit[shard 2 of {-(-len(big) // 2000)}]"
+    result = one.run("-rA", "-o", "tokaudit_shard_size=2000", paths=(shard,))
+    assert_clean(result)
+    assert re.findall(r"^PASSED (.+)$", result.stdout.str(), re.M) == [shard], result.stdout.str()
+    result.stdout.fnmatch_lines(["SKIPPED [[]1[]] pytest.ini: partial run*"])
