@@ -549,7 +549,7 @@ class Remote:
                     "not selected (-k, -m, --lf, --deselect, or not under the paths named)"
                 )
         cov.dataset = sorted(dataset)
-        cov.named += [display_url(n) for n in self.named]
+        cov.named += [display_url(n.split("::")[0]) for n in self.named]
 
     def make_whole_file(self, session: pytest.Session, nodeid: str) -> pytest.Item | None:
         """The controller under xdist: a remote file's [file] item, from the listing."""
