@@ -94,11 +94,11 @@ class Collector:
                 f"as {display_path(first, self.config.rootpath)}; audited once"
             ))
             return None
+        # The node id is always the path from the rootdir, which the controller reads back:
+        # pytest gives a file named on the command line outside the rootdir the node id ""
+        # (so `::tokaudit[file]`, with no file to find). A name that is not valid UTF-8 is
+        # escaped: node ids travel between xdist processes, which carry text only.
         name = display_path(file_path, file_path.parent)
-        if name == file_path.name:
-            return DataFile.from_parent(parent, path=file_path)
-        # A name that is not valid UTF-8: its node id and keywords travel between xdist
-        # processes, which carry text only. Name it with its bytes escaped.
         rel = display_path(file_path, self.config.rootpath).replace(os.sep, "/")
         return DataFile.from_parent(parent, path=file_path, name=name, nodeid=rel)
 
