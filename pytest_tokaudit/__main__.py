@@ -15,7 +15,7 @@ import pytest
 from . import jsonreport
 from .contract import Contract
 from .controller import Coverage, coverage_outcome
-from .dataset import Outcome, evaluate
+from .dataset import Outcome, evaluate, standalone_hook
 from .ids import IdIndex
 from .report import summary_lines
 
@@ -49,7 +49,8 @@ def id_checks(reports: list[jsonreport.Report]) -> tuple[Contract, list[Outcome]
     return (contract.replace_from("merge", **changes) if changes else contract), skipped
 
 
-def merge(paths: list[str], out: str | None) -> int:
+def merge(paths: list[str], out: str | None, plugins: list[str] = ()) -> int:
+    hook = standalone_hook(list(plugins))
     if out:
         jsonreport.check_writable(out, "--json")  # before any work, not after the verdict
     reports = [jsonreport.load(p) for p in paths]
@@ -81,7 +82,7 @@ def merge(paths: list[str], out: str | None) -> int:
     else:  # a report of a version that did not record coverage
         partial = "; ".join(f"{r.name}: {r.partial}" for r in reports if r.partial) or None
         outcomes = []
-    outcomes += evaluate(files, index, contract, partial) + skipped
+    outcomes += evaluate(hook, files, index, contract, partial) + skipped
     order = ("coverage", *CHECK_ORDER)
     outcomes.sort(key=lambda o: order.index(o.name) if o.name in order else len(order))
     print("\n".join(summary_lines(files, contract)))
@@ -112,9 +113,11 @@ def main(argv: list[str] | None = None) -> int:
     m = sub.add_parser("merge", help="combine --tokaudit-json reports of several runs")
     m.add_argument("reports", nargs="+", metavar="REPORT.json")
     m.add_argument("--json", metavar="PATH", help="write the combined report here")
+    m.add_argument("--plugin", metavar="MODULE_OR_FILE", action="append", default=[],
+                   help="also run the dataset checks of this module or .py file (a conftest.py)")
     args = parser.parse_args(argv)
     try:
-        return merge(args.reports, args.json)
+        return merge(args.reports, args.json, args.plugin)
     except (ValueError, pytest.UsageError) as exc:  # ReportError, ContractError, check_writable
         print(f"error: {exc}", file=sys.stderr)
         return 2

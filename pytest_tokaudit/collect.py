@@ -29,8 +29,6 @@ from .contract import Contract
 
 CONTRACT = pytest.StashKey[Contract]()
 MARKER = "tokaudit"
-# The dataset checks an item may stand for, in report order; coverage is always there.
-DATASET_CHECKS = ("coverage", "budget", "unique_ids", "expected_ids")
 
 
 class TokauditWarning(pytest.PytestWarning):
@@ -60,15 +58,14 @@ def dataset_anchor(config: pytest.Config) -> str:
     return MARKER
 
 
-def configured_checks(contract: Contract) -> list[str]:
-    out = ["coverage"]
-    if contract.budget is not None:
-        out.append("budget")
-    if contract.unique_ids:
-        out.append("unique_ids")
-    if contract.expected_ids:
-        out.append("expected_ids")
-    return out
+def configured_checks(config: pytest.Config) -> list[str]:
+    """coverage, then the dataset checks the hooks declare (pytest_tokaudit_dataset_checks)."""
+    from .dataset import check_names
+
+    try:
+        return ["coverage", *check_names(config.hook, config.stash[CONTRACT])]
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
 
 
 class Collector:
@@ -358,7 +355,7 @@ class IniFile(pytest.File):
 
 class DatasetChecks(pytest.Collector):
     def collect(self) -> Iterator[DatasetItem]:
-        for name in configured_checks(self.config.stash[CONTRACT]):
+        for name in configured_checks(self.config):
             yield DatasetItem.from_parent(self, name=name)
 
     def reportinfo(self):

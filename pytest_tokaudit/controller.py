@@ -289,7 +289,8 @@ class Controller:
             cov = self.coverage()
             if self.index is not None:
                 self.index.offsets = self.shard_offsets()
-            outcomes = evaluate(self.files(), self.index, self.contract, cov.unjudgeable)
+            outcomes = evaluate(self.config.hook, self.files(), self.index, self.contract,
+                                cov.unjudgeable)
             self.outcomes = {"coverage": coverage_outcome(cov, self.contract)}
             self.outcomes.update((o.name, o) for o in outcomes)
         return self.outcomes

@@ -65,6 +65,45 @@ def pytest_tokaudit_check_file(path, summary, contract):
     """
 
 
+@pytest.hookspec
+def pytest_tokaudit_dataset_checks(contract):
+    """Names of the dataset-wide checks to run; return a list of names, or None.
+
+    Each name is collected as an item, ``pytest.ini::tokaudit::NAME``, run after every file
+    (on the controller under xdist) and judged by ``pytest_tokaudit_check_dataset``. The
+    built-in ``budget``, ``unique_ids`` and ``expected_ids`` are declared this way.
+    """
+
+
+@pytest.hookspec(firstresult=True)
+def pytest_tokaudit_check_dataset(name, dataset, contract):
+    """Judge dataset check ``name``: return an ``Outcome``, or None if the name is not yours.
+
+    ``dataset`` has ``files`` (one FileSummary per file, shards merged), ``ids`` (the record
+    ids, when an id check is configured), ``partial`` (None, or why the run did not cover the
+    whole dataset) and ``channel(name)`` ((path, values) of each file's ``summary.channel``).
+    In a partial run a passing verdict is reported as skipped: a check that saw part of the
+    data never passes for all of it. ``python -m pytest_tokaudit merge`` calls it too
+    (``--plugin conftest`` loads yours). ``conftest.py``::
+
+        from pytest_tokaudit import Outcome
+
+        def pytest_tokaudit_dataset_checks():
+            return ["providers"]
+
+        def pytest_tokaudit_check_batch(records, summary):
+            summary.channel("providers").extend({r.data["provider"] for r in records})
+
+        def pytest_tokaudit_check_dataset(name, dataset):
+            if name != "providers":
+                return None
+            seen = {p for _, values in dataset.channel("providers") for p in values}
+            if len(seen) > 1:
+                return Outcome.failed(f"{len(seen)} providers mixed: {sorted(seen)}")
+            return Outcome.passed(f"one provider: {sorted(seen)}")
+    """
+
+
 def register(pluginmanager: pytest.PytestPluginManager) -> None:
     """Add these specs once, whichever of the plugin's entry points comes first."""
     caller = getattr(pluginmanager.hook, "pytest_tokaudit_check_record", None)

@@ -306,6 +306,9 @@ def _file(v: _Checker, at: str, entry: Any) -> tuple[FileSummary, dict[str, floa
         raise ReportError(f"{v.name}: {at}.id_lines has {len(lines)} lines for {len(ids)} ids")
     if "worst_records" in entry:
         v.list(f"{at}.worst_records", entry["worst_records"])
+    channels = entry.get("channels", {})
+    if type(channels) is not dict or not all(type(c) is list for c in channels.values()):
+        v.fail(f"{at}.channels", "an object of lists (per-check channels)", channels)
     known = {f.name for f in fields(FileSummary)}
     try:
         summary = FileSummary.from_json(orjson.dumps({k: entry[k] for k in known if k in entry}))
