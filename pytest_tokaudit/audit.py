@@ -45,7 +45,7 @@ def audit(
     try:
         for line, body in lines:
             summary.records += 1
-            if type(body) is int:  # longer than the limit: read past, never held or parsed
+            if isinstance(body, int):  # longer than the limit: read past, never held or parsed
                 summary.audited += 1
                 pending.append(Finding(
                     "line_length",
