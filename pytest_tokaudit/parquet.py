@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Final, Iterator
 
 from .contract import MISSING, Contract
 from .findings import Finding
@@ -73,6 +73,12 @@ class ArrowRecord:
 
     __slots__ = ("line", "id", "count", "n_ids", "last_id", "_hits", "_ids_col", "_row",
                  "_batch", "_ids")
+    # Read-only to a type checker; plain slots at run time, as reader.Record's.
+    line: Final[int]
+    id: Final[str | int | None]
+    count: Final[int]
+    n_ids: Final[int]
+    last_id: Final[int | None]
 
     def __init__(self, line: int, record_id: Any, count: int, n_ids: int, last_id: int | None,
                  hits: dict[int, Counter[int]], ids_col: Any, batch: Any, row: int) -> None:

@@ -21,7 +21,7 @@ import re
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO, Callable, Final, Iterator, cast, final
+from typing import Any, BinaryIO, Callable, Final, Iterator, Protocol, cast, final
 
 import orjson
 
@@ -327,6 +327,52 @@ def get_path(obj: Any, path: tuple[str, ...]) -> Any:
     return obj
 
 
+class AuditedRecord(Protocol):
+    """A well-formed record as the check hooks see it (read-only): the JSONL reader's
+    Record and the Parquet reader's ArrowRecord both are one.
+
+    Prefer `n_ids`, `last_id`, `occurrences` and `count_each` to `ids` and `data`, which
+    build Python objects for the whole record.
+    """
+
+    @property
+    def line(self) -> int:
+        """Its line (JSONL) or row (Parquet), from 1; within its shard for a shard."""
+
+    @property
+    def id(self) -> str | int | None:
+        """Its id; None when the contract has no id field."""
+
+    @property
+    def count(self) -> int:
+        """The billed token count."""
+
+    @property
+    def n_ids(self) -> int:
+        """How many token ids it holds."""
+
+    @property
+    def last_id(self) -> int | None:
+        """Its last token id; None if it has none."""
+
+    @property
+    def ids(self) -> list[int]:
+        """Its token ids."""
+
+    @property
+    def data(self) -> dict[str, Any]:
+        """The whole JSON object (JSONL); the columns the contract reads (Parquet)."""
+
+    def occurrences(self, token: int) -> int:
+        """How often `token` occurs in its ids."""
+
+    def count_each(self, tokens: tuple[int, ...]) -> list[int]:
+        """How often each of `tokens` occurs in its ids."""
+
+    def finding(self, check: str, message: str, allowable: bool = False) -> Finding:
+        """A Finding that names this record's line and id."""
+
+
 class Record:
     """One audited record: its line, parsed object, id, billed count and token ids.
 
@@ -336,6 +382,12 @@ class Record:
     """
 
     __slots__ = ("line", "_data", "id", "count", "_ids", "_csv", "n_ids", "_key")
+    # Read-only to a type checker. At run time they stay plain slots: a property would
+    # cost every read, and the checks read them for every record.
+    line: Final[int]
+    id: Final[str | int | None]
+    count: Final[int]
+    n_ids: Final[int]
 
     def __init__(self, line: int, data: dict[str, Any], record_id: Any, count: int,
                  ids: list[int] | None, csv: bytes | bytearray = b"", n_ids: int = 0,
