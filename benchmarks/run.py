@@ -2,6 +2,9 @@
 
     python benchmarks/run.py --data /tmp/tokaudit-bench [--repeat 3] [--which orjson,duckdb,...]
 
+A `.parquet` file (generate.py --parquet) gets its own rows: ref_duckdb_parquet
+(the reference; --which duckdb), ref_pyarrow (--which pyarrow) and the plugin.
+
 Every measurement is its own subprocess, so peak RSS is that process's own
 (os.wait4 rusage; for multi-process runs a sampled sum over the process tree
 is shown too). Each data file is read once before timing so all rows start
@@ -29,7 +32,8 @@ from importlib.metadata import PackageNotFoundError, version
 HERE = os.path.dirname(os.path.abspath(__file__))
 PY = sys.executable
 PAGE = os.sysconf("SC_PAGE_SIZE")
-ALL = ["stdlib", "orjson", "duckdb", "pytest-n0", "pytest-n2", "startup", "roundtrip"]
+ALL = ["stdlib", "orjson", "duckdb", "pyarrow", "pytest-n0", "pytest-n2", "startup", "roundtrip"]
+THROUGHPUT = {"stdlib", "orjson", "duckdb", "pyarrow", "pytest-n0", "pytest-n2"}
 
 CONTRACT_INI = """[pytest]
 tokaudit_where = provider
@@ -186,6 +190,12 @@ def warm(path):
     return size, lines
 
 
+def parquet_rows(path):
+    import pyarrow.parquet as pq
+
+    return pq.read_metadata(path).num_rows
+
+
 def count_tokens(path):
     """Total ids in list-valued output_ids (the round-trip file is small)."""
     import orjson
@@ -215,7 +225,7 @@ def pytest_cmd(ini, *args):
 
 def versions():
     out = []
-    for name in ("pytest-tokaudit", "pytest", "pytest-xdist", "orjson", "duckdb", "tokenizers"):
+    for name in ("pytest-tokaudit", "pytest", "pytest-xdist", "orjson", "duckdb", "pyarrow", "tokenizers"):
         try:
             out.append(f"{name} {version(name)}")
         except PackageNotFoundError:
@@ -266,22 +276,39 @@ def interleave(rows, times, timeout):
 # --- the three sections --------------------------------------------------
 
 
+def needs(row, module, pip):
+    if importlib.util.find_spec(module) is None:
+        row.error = f"skipped: {module} not installed (pip install {pip})"
+    return row
+
+
 def bench_throughput(path, which, ini, args):
+    parquet = path.endswith(".parquet")
+    if parquet and importlib.util.find_spec("pyarrow") is None:
+        print(f"\n({os.path.basename(path)} skipped: pyarrow not installed; pip install -e '.[parquet]')")
+        return []
     size, lines = warm(path)
+    if parquet:
+        lines = parquet_rows(path)  # records = rows, from the footer
     def script(name):
         return [PY, os.path.join(HERE, name), path]
 
     rows, ref = [], None
-    if "stdlib" in which:
-        rows.append(Row("ref_stdlib_json", script("ref_stdlib_json.py"), HERE))
-    if "orjson" in which:
-        ref = Row("ref_orjson_loop (ref)", script("ref_orjson_loop.py"), HERE)
-        rows.append(ref)
-    if "duckdb" in which:
-        row = Row("ref_duckdb", script("ref_duckdb.py"), HERE)
-        if importlib.util.find_spec("duckdb") is None:
-            row.error = "skipped: duckdb not installed (pip install duckdb)"
-        rows.append(row)
+    if parquet:  # the line-based scripts cannot read it: DuckDB is the reference
+        if "duckdb" in which:
+            ref = needs(Row("ref_duckdb_parquet (ref)", script("ref_duckdb_parquet.py"), HERE),
+                        "duckdb", "duckdb")
+            rows.append(ref)
+        if "pyarrow" in which:
+            rows.append(needs(Row("ref_pyarrow", script("ref_pyarrow.py"), HERE), "numpy", "numpy"))
+    else:
+        if "stdlib" in which:
+            rows.append(Row("ref_stdlib_json", script("ref_stdlib_json.py"), HERE))
+        if "orjson" in which:
+            ref = Row("ref_orjson_loop (ref)", script("ref_orjson_loop.py"), HERE)
+            rows.append(ref)
+        if "duckdb" in which:
+            rows.append(needs(Row("ref_duckdb", script("ref_duckdb.py"), HERE), "duckdb", "duckdb"))
     for n in ("0", "2"):
         if f"pytest-n{n}" in which:
             rows.append(Row(f"pytest --tokaudit -n {n}", pytest_cmd(ini, "--tokaudit", path, "-n", n),
@@ -291,6 +318,10 @@ def bench_throughput(path, which, ini, args):
     refs = {r.findings for r in rows if r.name.startswith("ref_") and r.runs}
     if len(refs) > 1:
         print(f"\nWARNING: reference scripts disagree on {fname}: {sorted(refs)}")
+    found = {r.findings for r in rows if r.runs}
+    if parquet and len(found) > 1:  # the plugin too: its Parquet reader is young
+        each = ", ".join(f"{r.name} {r.findings}" for r in rows if r.runs)
+        print(f"\nWARNING: findings differ on {fname}: {each}")
     report(f"{fname}: {size / 1e6:.1f} MB, {lines:,} records", rows, ref,
            [("MB/s", size / 1e6), ("records/s", lines)])
     return rows
@@ -336,7 +367,8 @@ def bench_roundtrip(path, work, args):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", default="/tmp/tokaudit-bench", help="directory written by generate.py")
-    ap.add_argument("--files", help="comma list of data files (default: every *.jsonl but roundtrip.jsonl)")
+    ap.add_argument("--files", help="comma list of data files (default: every *.jsonl but roundtrip.jsonl, "
+                    "and every *.parquet)")
     ap.add_argument("--repeat", type=int, default=3, help="runs per row (median)")
     ap.add_argument("--startup-repeat", type=int, default=10)
     ap.add_argument("--which", default=",".join(ALL), help=f"comma list from {','.join(ALL)}")
@@ -359,7 +391,8 @@ def main():
         files = [os.path.join(args.data, f) for f in args.files.split(",")]
     else:
         files = sorted((os.path.join(args.data, f) for f in os.listdir(args.data)
-                        if f.endswith(".jsonl") and f != "roundtrip.jsonl"), key=os.path.getsize)
+                        if f.endswith((".jsonl", ".parquet")) and f != "roundtrip.jsonl"),
+                       key=os.path.getsize)
 
     print(f"# tokaudit benchmarks\n\nPython {platform.python_version()}, {versions()}; "
           f"{os.cpu_count()} cores, "
@@ -368,7 +401,7 @@ def main():
           # other work on the machine skews every row: show it rather than hide it
           f"Load average before the first run: {os.getloadavg()[0]:.2f} (near 0 on a quiet box).")
     results = {}
-    if which & {"stdlib", "orjson", "duckdb", "pytest-n0", "pytest-n2"}:
+    if which & THROUGHPUT:
         for path in files:
             results[os.path.basename(path)] = bench_throughput(path, which, ini, args)
     if "startup" in which:

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Sequence
 
 import pytest
 
 from . import jsonreport
 from .contract import Contract
 from .controller import Coverage, coverage_outcome
-from .dataset import Outcome, evaluate
+from .dataset import Outcome, evaluate, standalone_hook
 from .ids import IdIndex
 from .report import summary_lines
 
@@ -49,7 +50,8 @@ def id_checks(reports: list[jsonreport.Report]) -> tuple[Contract, list[Outcome]
     return (contract.replace_from("merge", **changes) if changes else contract), skipped
 
 
-def merge(paths: list[str], out: str | None) -> int:
+def merge(paths: list[str], out: str | None, plugins: Sequence[str] = ()) -> int:
+    hook = standalone_hook(list(plugins))
     if out:
         jsonreport.check_writable(out, "--json")  # before any work, not after the verdict
     reports = [jsonreport.load(p) for p in paths]
@@ -57,7 +59,8 @@ def merge(paths: list[str], out: str | None) -> int:
         if report.contract_json != reports[0].contract_json:
             print(f"warning: {report.name} was made with another contract than {paths[0]}; "
                   f"using the first", file=sys.stderr)
-    files, seen = [], {}
+    files = []
+    seen: dict[str, str] = {}  # path -> the report that has it
     for report in reports:
         for summary in report.files:
             if summary.path in seen:
@@ -72,16 +75,17 @@ def merge(paths: list[str], out: str | None) -> int:
         for summary in files:
             index.add(summary)
     cov = None
-    if all(r.coverage is not None for r in reports):
+    coverages = [r.coverage for r in reports if r.coverage is not None]
+    if len(coverages) == len(reports):
         # The union is judged as one run: complete when, together, the reports audited
         # every file of the dataset to the end.
-        cov = Coverage.union([r.coverage for r in reports])
+        cov = Coverage.union(coverages)
         partial = cov.unjudgeable
         outcomes = [coverage_outcome(cov, contract)]
     else:  # a report of a version that did not record coverage
         partial = "; ".join(f"{r.name}: {r.partial}" for r in reports if r.partial) or None
         outcomes = []
-    outcomes += evaluate(files, index, contract, partial) + skipped
+    outcomes += evaluate(hook, files, index, contract, partial) + skipped
     order = ("coverage", *CHECK_ORDER)
     outcomes.sort(key=lambda o: order.index(o.name) if o.name in order else len(order))
     print("\n".join(summary_lines(files, contract)))
@@ -112,9 +116,11 @@ def main(argv: list[str] | None = None) -> int:
     m = sub.add_parser("merge", help="combine --tokaudit-json reports of several runs")
     m.add_argument("reports", nargs="+", metavar="REPORT.json")
     m.add_argument("--json", metavar="PATH", help="write the combined report here")
+    m.add_argument("--plugin", metavar="MODULE_OR_FILE", action="append", default=[],
+                   help="also run the dataset checks of this module or .py file (a conftest.py)")
     args = parser.parse_args(argv)
     try:
-        return merge(args.reports, args.json)
+        return merge(args.reports, args.json, args.plugin)
     except (ValueError, pytest.UsageError) as exc:  # ReportError, ContractError, check_writable
         print(f"error: {exc}", file=sys.stderr)
         return 2

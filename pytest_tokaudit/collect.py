@@ -21,7 +21,7 @@ import math
 import os
 import warnings
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 import pytest
 
@@ -29,8 +29,6 @@ from .contract import Contract
 
 CONTRACT = pytest.StashKey[Contract]()
 MARKER = "tokaudit"
-# The dataset checks an item may stand for, in report order; coverage is always there.
-DATASET_CHECKS = ("coverage", "budget", "unique_ids", "expected_ids")
 
 
 class TokauditWarning(pytest.PytestWarning):
@@ -60,15 +58,14 @@ def dataset_anchor(config: pytest.Config) -> str:
     return MARKER
 
 
-def configured_checks(contract: Contract) -> list[str]:
-    out = ["coverage"]
-    if contract.budget is not None:
-        out.append("budget")
-    if contract.unique_ids:
-        out.append("unique_ids")
-    if contract.expected_ids:
-        out.append("expected_ids")
-    return out
+def configured_checks(config: pytest.Config) -> list[str]:
+    """coverage, then the dataset checks the hooks declare (pytest_tokaudit_dataset_checks)."""
+    from .dataset import check_names
+
+    try:
+        return ["coverage", *check_names(config.hook, config.stash[CONTRACT])]
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
 
 
 class Collector:
@@ -94,11 +91,11 @@ class Collector:
                 f"as {display_path(first, self.config.rootpath)}; audited once"
             ))
             return None
+        # The node id is always the path from the rootdir, which the controller reads back:
+        # pytest gives a file named on the command line outside the rootdir the node id ""
+        # (so `::tokaudit[file]`, with no file to find). A name that is not valid UTF-8 is
+        # escaped: node ids travel between xdist processes, which carry text only.
         name = display_path(file_path, file_path.parent)
-        if name == file_path.name:
-            return DataFile.from_parent(parent, path=file_path)
-        # A name that is not valid UTF-8: its node id and keywords travel between xdist
-        # processes, which carry text only. Name it with its bytes escaped.
         rel = display_path(file_path, self.config.rootpath).replace(os.sep, "/")
         return DataFile.from_parent(parent, path=file_path, name=name, nodeid=rel)
 
@@ -113,6 +110,7 @@ class Collector:
             # The terminal counts collected items from collect reports ("collected N
             # items", the progress percentage): report these like any collector would.
             anchor = added[0].parent
+            assert anchor is not None  # DatasetChecks, under the ini file or the session
             config.hook.pytest_collectreport(
                 report=pytest.CollectReport(anchor.nodeid, "passed", None, list(added))
             )
@@ -131,7 +129,7 @@ class Collector:
         return None
 
 
-def mark_items(config: pytest.Config, items: list[pytest.Item]) -> None:
+def mark_items(config: pytest.Config, items: Sequence[pytest.Item]) -> None:
     """The `tokaudit` marker, and no reruns: the data does not change between attempts,
     so a rerun only repeats the verdict (and would count its records twice)."""
     rerun = config.pluginmanager.hasplugin("rerunfailures")
@@ -199,13 +197,20 @@ class Verdict(Exception):
         self.message, self.lines, self.path, self.line = message, lines, path, line
 
 
-class FileItems:
-    """A data file's items: one AuditItem, or shards and a [file] item. Mixed into DataFile
+class FileItems(pytest.Collector):
+    """A data file's items: one AuditItem, or shards and a [file] item. The base of DataFile
     (a local file) and remote.RemoteDataFile (a file at a URL), which provide ``source``
     (what the reader opens) and ``source_size()``."""
 
     audit_item: type[AuditItem]
     whole_item: type[WholeFileItem]
+
+    @property
+    def source(self) -> Any:
+        raise NotImplementedError
+
+    def source_size(self) -> int | None:
+        raise NotImplementedError
 
     def collect(self) -> Iterator[pytest.Item]:
         base = self.config.stash[CONTRACT]
@@ -388,7 +393,7 @@ class IniFile(pytest.File):
 
 class DatasetChecks(pytest.Collector):
     def collect(self) -> Iterator[DatasetItem]:
-        for name in configured_checks(self.config.stash[CONTRACT]):
+        for name in configured_checks(self.config):
             yield DatasetItem.from_parent(self, name=name)
 
     def reportinfo(self):

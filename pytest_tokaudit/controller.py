@@ -14,7 +14,7 @@ import fnmatch
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -161,7 +161,8 @@ class Controller:
             if name != PROPERTY:
                 kept.append((name, value))
             elif report.when == "call":  # teardown reports carry a copy
-                self.keep(report.nodeid, FileSummary.from_json(value))
+                # an `object` to pytest; what the audit item stored, FileSummary.to_json()
+                self.keep(report.nodeid, FileSummary.from_json(cast(str, value)))
         # The summary has been read; keep it out of junitxml's <properties>.
         report.user_properties[:] = kept
 
@@ -298,7 +299,8 @@ class Controller:
             cov = self.coverage()
             if self.index is not None:
                 self.index.offsets = self.shard_offsets()
-            outcomes = evaluate(self.files(), self.index, self.contract, cov.unjudgeable)
+            outcomes = evaluate(self.config.hook, self.files(), self.index, self.contract,
+                                cov.unjudgeable)
             self.outcomes = {"coverage": coverage_outcome(cov, self.contract)}
             self.outcomes.update((o.name, o) for o in outcomes)
         return self.outcomes
@@ -352,13 +354,13 @@ class Controller:
             out.setdefault(summary.path, []).append(summary)
         return out
 
-    def line_offsets(self, path: str, parts: list[FileSummary]) -> dict[int, int]:
+    def line_offsets(self, path: str, parts: list[FileSummary]) -> dict[int | None, int]:
         """Lines before each shard of `path`: added up when every shard from the first is
         in, counted in the file otherwise, so no line depends on another shard running."""
         from .collect import rows_before
         from .remote import source_of
 
-        parts = sorted((s for s in parts if s.shard is not None), key=lambda s: s.shard)
+        parts = sorted((s for s in parts if s.shard is not None), key=lambda s: s.shard or 0)
         if [s.shard for s in parts] == list(range(len(parts))):
             out, total = {}, 0
             for s in parts:
@@ -372,7 +374,7 @@ class Controller:
             return {s.shard: 0 for s in parts}
 
     def shard_offsets(self) -> dict[tuple[str, int | None], int]:
-        out = {}
+        out: dict[tuple[str, int | None], int] = {}
         for path, parts in self.by_path().items():
             for shard, offset in self.line_offsets(path, parts).items():
                 out[(path, shard)] = offset
@@ -471,8 +473,8 @@ def coverage_outcome(cov: Coverage, contract: Contract) -> Outcome:
         glob = " ".join(contract.glob)
         message = (f"no data file under {', '.join(cov.empty_roots)}: tokaudit_glob ({glob}) "
                    "matched nothing there")
-        shown = [u for u in cov.unmatched if any(u.startswith(r) for r in cov.empty_roots)]
-        lines = [f"present but not matched by tokaudit_glob: {', '.join(shown[:10])}"] if shown else []
+        there = [u for u in cov.unmatched if any(u.startswith(r) for r in cov.empty_roots)]
+        lines = [f"present but not matched by tokaudit_glob: {', '.join(there[:10])}"] if there else []
         return Outcome("coverage", "failed", message, lines)
     if not cov.records and not (cov.audited and contract.allow_empty):
         glob = " ".join(contract.glob)

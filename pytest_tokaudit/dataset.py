@@ -1,22 +1,21 @@
-"""Controller side: gathers every item's summary from the reports and speaks for the run.
+"""Dataset-wide checks as plugins: what they judge (Dataset), how their verdicts are
+gathered (evaluate), the built-in budget / unique ids / expected ids; merging shards.
 
-Registered only where ``config.workerinput`` is absent: in a plain run, or on the xdist
-controller, which sees every report the workers send. After all items have run (the
-``yield`` of ``pytest_runtestloop``) it merges shards, judges whole sharded files, runs the
-dataset checks, and reports each as an ordinary test outcome (``tokaudit::budget``).
+A dataset check is declared by `pytest_tokaudit_dataset_checks` (so it is collected as
+`pytest.ini::tokaudit::NAME` in every process) and judged by `pytest_tokaudit_check_dataset`
+on the controller once every file is in, and by `python -m pytest_tokaudit merge`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import pytest
 
 from .contract import Contract
 from .ids import IdIndex, read_manifest, ranges
-from .summary import PROPERTY, FileSummary
+from .summary import FileSummary
 
 MISSING_SHOWN = 10  # ranges of missing ids shown
 DUPLICATES_SHOWN = 20
@@ -24,12 +23,24 @@ DUPLICATES_SHOWN = 20
 
 @dataclass
 class Outcome:
-    """The verdict of one dataset-wide check."""
+    """The verdict of one dataset-wide check: `Outcome.passed("...")`, `.failed`, `.skipped`."""
 
     name: str
     outcome: str  # "passed", "failed" or "skipped"
     message: str
     lines: list[str] = field(default_factory=list)
+
+    @classmethod
+    def passed(cls, message: str) -> Outcome:
+        return cls("", "passed", message)
+
+    @classmethod
+    def failed(cls, message: str, lines: list[str] | tuple[str, ...] = ()) -> Outcome:
+        return cls("", "failed", message, list(lines))
+
+    @classmethod
+    def skipped(cls, message: str) -> Outcome:
+        return cls("", "skipped", message)
 
     @property
     def text(self) -> str:
@@ -38,6 +49,32 @@ class Outcome:
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "outcome": self.outcome, "message": self.message,
                 "lines": self.lines}
+
+
+class Dataset:
+    """What a dataset check judges (read-only): every file's summary, the ids, the coverage."""
+
+    def __init__(self, files: list[FileSummary], ids: IdIndex | None, partial: str | None):
+        self._files = tuple(files)
+        self._ids = ids
+        self._partial = partial
+
+    @property
+    def files(self) -> tuple[FileSummary, ...]:
+        return self._files
+
+    @property
+    def ids(self) -> IdIndex | None:
+        return self._ids
+
+    @property
+    def partial(self) -> str | None:
+        """None when the run covered the whole dataset; else why not."""
+        return self._partial
+
+    def channel(self, name: str) -> list[tuple[str, list[Any]]]:
+        """(path, values) of each file whose summary has values in channel `name`."""
+        return [(s.path, s.channels[name]) for s in self._files if s.channels.get(name)]
 
 
 # -- the checks ------------------------------------------------------------------------------
@@ -53,16 +90,60 @@ def money(tokens: int, contract: Contract) -> str:
     return f"${value:,.2f}" if value >= 1 or value == 0 else f"${value:.4f}"
 
 
-def evaluate(
-    files: list[FileSummary], index: IdIndex | None, contract: Contract, partial: str | None
-) -> list[Outcome]:
-    """The dataset checks that are configured. `partial` is None, or why the run is partial.
+def check_names(hook: Any, contract: Contract) -> list[str]:
+    """The dataset checks the hooks declare, in order, each once (coverage not included)."""
+    names: list[str] = []
+    for result in reversed(hook.pytest_tokaudit_dataset_checks(contract=contract)):
+        for name in [result] if isinstance(result, str) else result or ():
+            if not isinstance(name, str) or not name.isidentifier():
+                raise ValueError(f"pytest_tokaudit_dataset_checks: {name!r} is not a check name "
+                                 "(letters, digits and _)")
+            if name not in names and name != "coverage":
+                names.append(name)
+    return names
+
+
+def evaluate(hook: Any, files: list[FileSummary], index: IdIndex | None, contract: Contract,
+             partial: str | None) -> list[Outcome]:
+    """Each declared dataset check's verdict. `partial` is None, or why the run is partial.
 
     A check judged on part of the dataset fails when the part alone breaks it, and is
     skipped otherwise: it never passes as if it had seen everything.
     """
+    dataset = Dataset(files, index, partial)
     out = []
-    if contract.budget is not None:
+    for name in check_names(hook, contract):
+        try:
+            result = hook.pytest_tokaudit_check_dataset(name=name, dataset=dataset, contract=contract)
+        except Exception as exc:  # a user's check: its error is its verdict, not a crash
+            result = Outcome.failed(f"pytest_tokaudit_check_dataset raised {type(exc).__name__}: {exc}")
+        if not isinstance(result, Outcome):
+            result = Outcome.failed(
+                "no pytest_tokaudit_check_dataset implementation returned an Outcome for it"
+                if result is None else
+                f"pytest_tokaudit_check_dataset returned {type(result).__name__}, not an Outcome")
+        if result.outcome not in ("passed", "failed", "skipped"):
+            result = Outcome.failed(f"unknown outcome {result.outcome!r}: {result.message}")
+        result = Outcome(name, result.outcome, result.message, list(result.lines))
+        if partial and result.outcome == "passed":
+            result = Outcome(name, "skipped",
+                             f"partial run ({result.message} on the part audited): {partial}")
+        out.append(result)
+    return out
+
+
+class BudgetCheck:
+    """Billed tokens over every file under tokaudit_budget; unusable records' spend included."""
+
+    @pytest.hookimpl
+    def pytest_tokaudit_dataset_checks(self, contract):
+        return ["budget"] if contract.budget is not None else None
+
+    @pytest.hookimpl
+    def pytest_tokaudit_check_dataset(self, name, dataset, contract):
+        if name != "budget":
+            return None
+        files = dataset.files
         spent = sum(s.billed_total for s in files)
         unusable = sum(s.unusable_billed for s in files)
         cap = contract.budget
@@ -72,63 +153,124 @@ def evaluate(
         if unusable:
             message += f", {plural(unusable, 'billed record')} with unusable ids included"
         if spent > cap:
-            out.append(Outcome("budget", "failed", f"over budget: {message}",
-                               [f"contract: {contract.describe(('budget',))}"]))
-        elif partial:
-            out.append(Outcome("budget", "skipped",
-                               f"partial run ({message} on the part audited): {partial}"))
-        else:
-            out.append(Outcome("budget", "passed", message))
-    if contract.unique_ids and index is not None:
+            return Outcome.failed(f"over budget: {message}",
+                                  [f"contract: {contract.describe(('budget',))}"])
+        return Outcome.passed(message)
+
+
+class UniqueIdsCheck:
+    """No record id twice across the dataset."""
+
+    @pytest.hookimpl
+    def pytest_tokaudit_dataset_checks(self, contract):
+        return ["unique_ids"] if contract.unique_ids else None
+
+    @pytest.hookimpl
+    def pytest_tokaudit_check_dataset(self, name, dataset, contract):
+        if name != "unique_ids":
+            return None
+        index = dataset.ids
+        if index is None:
+            return Outcome.skipped("no record ids were kept for this run")
         count = index.duplicate_count()
-        if count:
-            lines = [f"{'.'.join(contract.id_field)}={value!r}: {len(places)} records: "
-                     f"{', '.join(places)}" for value, places in index.duplicates(DUPLICATES_SHOWN)]
-            if count > DUPLICATES_SHOWN:
-                lines.append(f"... and {count - DUPLICATES_SHOWN:,} more duplicated ids")
-            out.append(Outcome(
-                "unique_ids", "failed",
-                f"{plural(count, 'id')} with more than one record "
-                f"({plural(index.extra_records(), 'record')} counted twice)",
-                lines,
-            ))
-        elif partial:
-            out.append(Outcome("unique_ids", "skipped",
-                               f"partial run ({len(index):,} ids, each once, on the part "
-                               f"audited): {partial}"))
-        else:
-            out.append(Outcome("unique_ids", "passed", f"{len(index):,} ids, each once"))
-    if contract.expected_ids:
-        out.append(_expected(index, contract, partial))
-    return out
+        if not count:
+            return Outcome.passed(f"{len(index):,} ids, each once")
+        lines = [f"{'.'.join(contract.id_field)}={value!r}: {len(places)} records: "
+                 f"{', '.join(places)}" for value, places in index.duplicates(DUPLICATES_SHOWN)]
+        if count > DUPLICATES_SHOWN:
+            lines.append(f"... and {count - DUPLICATES_SHOWN:,} more duplicated ids")
+        return Outcome.failed(
+            f"{plural(count, 'id')} with more than one record "
+            f"({plural(index.extra_records(), 'record')} counted twice)",
+            lines,
+        )
 
 
-def _expected(index: IdIndex | None, contract: Contract, partial: str | None) -> Outcome:
-    if partial:
-        return Outcome("expected_ids", "skipped", f"partial run: {partial}")
-    from .remote import manifest_path
+class ExpectedIdsCheck:
+    """Every id of the tokaudit_expected_ids manifest has a record."""
 
-    path = manifest_path(contract.expected_ids)  # a Path, or a file at a URL
-    try:
-        expected = read_manifest(path, contract.id_field)
-    except OSError as exc:
-        return Outcome("expected_ids", "failed", f"cannot read manifest {path}: {exc.strerror}")
-    except ValueError as exc:  # a line without a usable id, or no ids at all
-        return Outcome("expected_ids", "failed", f"cannot use the manifest: {exc}")
-    missing = expected if index is None else index.missing(expected)
-    if not missing:
-        return Outcome("expected_ids", "passed", f"all {len(expected):,} expected ids have a record")
-    return Outcome(
-        "expected_ids", "failed",
-        f"{len(missing):,} of {len(expected):,} expected ids have no record",
-        ["missing: " + ", ".join(ranges(missing, MISSING_SHOWN))
-         + (" ..." if len(missing) > MISSING_SHOWN else "")],
-    )
+    @pytest.hookimpl
+    def pytest_tokaudit_dataset_checks(self, contract):
+        return ["expected_ids"] if contract.expected_ids else None
+
+    @pytest.hookimpl
+    def pytest_tokaudit_check_dataset(self, name, dataset, contract):
+        if name != "expected_ids":
+            return None
+        if dataset.partial:  # ids of files not audited would all look missing
+            return Outcome.skipped(f"partial run: {dataset.partial}")
+        from .remote import manifest_path
+
+        path = manifest_path(contract.expected_ids)  # a Path, or a file at a URL
+        try:
+            expected = read_manifest(path, contract.id_field)
+        except OSError as exc:
+            return Outcome.failed(f"cannot read manifest {path}: {exc.strerror}")
+        except ValueError as exc:  # a line without a usable id, or no ids at all
+            return Outcome.failed(f"cannot use the manifest: {exc}")
+        index = dataset.ids
+        missing = expected if index is None else index.missing(expected)
+        if not missing:
+            return Outcome.passed(f"all {len(expected):,} expected ids have a record")
+        return Outcome.failed(
+            f"{len(missing):,} of {len(expected):,} expected ids have no record",
+            ["missing: " + ", ".join(ranges(missing, MISSING_SHOWN))
+             + (" ..." if len(missing) > MISSING_SHOWN else "")],
+        )
+
+
+# Registered by name in every process (the names decide what is collected); -p no:NAME
+# turns one off.
+BUILTIN = {
+    "tokaudit.budget": BudgetCheck,
+    "tokaudit.unique_ids": UniqueIdsCheck,
+    "tokaudit.expected_ids": ExpectedIdsCheck,
+}
+
+
+def standalone_hook(plugins: Sequence[str] = ()) -> Any:
+    """The dataset hooks outside pytest (the merge command): the built-in checks and the
+    given plugins, each a module name or a .py file such as a conftest.py."""
+    import importlib
+    import importlib.util
+
+    import pluggy
+
+    from . import hookspecs
+
+    class Manager(pluggy.PluginManager):
+        def parse_hookimpl_opts(self, plugin: Any, name: str) -> Any:
+            # As pytest does for conftest.py: a function named like a hook is an implementation.
+            opts = super().parse_hookimpl_opts(plugin, name)
+            if opts is None and name.startswith("pytest_tokaudit_") and callable(getattr(plugin, name)):
+                return {}
+            return opts
+
+    pm = Manager("pytest")
+    pm.add_hookspecs(hookspecs)
+    for name, check in BUILTIN.items():
+        pm.register(check(), name)
+    for spec in plugins:
+        try:
+            if spec.endswith(".py"):
+                found = importlib.util.spec_from_file_location(
+                    f"tokaudit_plugin_{len(pm.get_plugins())}", spec)
+                if found is None or found.loader is None:  # not for a .py path: a file loader
+                    raise ImportError(f"no loader for {spec}")
+                module = importlib.util.module_from_spec(found)
+                found.loader.exec_module(module)
+            else:
+                module = importlib.import_module(spec)
+        except Exception as exc:  # noqa: BLE001 - the user's module: a usage error, not a traceback
+            raise ValueError(f"--plugin {spec}: {type(exc).__name__}: {exc}") from None
+        pm.register(module, spec)
+    return pm.hook
 
 
 # -- shards -------------------------------------------------------------------------------
 
-def merge_parts(parts: list[FileSummary], offsets: dict[int, int] | None = None) -> FileSummary:
+def merge_parts(parts: list[FileSummary],
+                offsets: dict[int | None, int] | None = None) -> FileSummary:
     """Shards of one file made into a summary of the whole file (or of the shards given).
 
     `offsets` maps a shard to the lines before it; without it the shards must be

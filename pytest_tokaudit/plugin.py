@@ -56,13 +56,14 @@ def pytest_configure(config: pytest.Config) -> None:
     from .checks import BUILTIN
     from .collect import CONTRACT, Collector, DeferLast
     from .contract import contract_from_config
+    from .dataset import BUILTIN as DATASET_BUILTIN
 
     contract = contract_from_config(config)
     config.stash[CONTRACT] = contract
     pm = config.pluginmanager
     pm.register(Collector(config, contract), "tokaudit.collect")
     pm.register(DeferLast(), "tokaudit.order")
-    for name, check in BUILTIN.items():
+    for name, check in {**BUILTIN, **DATASET_BUILTIN}.items():
         if not pm.is_blocked(name):
             pm.register(check(), name)
     baseline = config.getoption("tokaudit_baseline")

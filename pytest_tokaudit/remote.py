@@ -28,7 +28,7 @@ import fnmatch
 import io
 import os
 import re
-from typing import Any
+from typing import Any, Callable
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
@@ -142,8 +142,8 @@ def describe(exc: BaseException) -> str:
         return "no such file or bucket"
     if isinstance(exc, PermissionError):
         return "access denied"
-    text = str(exc).strip().splitlines()
-    text = text[0] if text else ""
+    first = str(exc).strip().splitlines()
+    text = first[0] if first else ""
     if len(text) > 200:
         text = text[:200] + "..."
     return scrub(f"{type(exc).__name__}: {text}" if text else type(exc).__name__)
@@ -314,7 +314,7 @@ def _tag(info: dict[str, Any]) -> str:
 
 def list_root(url: str, patterns: tuple[str, ...], norecurse: list[str],
               data_suffixes: set[str]) -> Listing:
-    """List a URL root: a file, or every file below a prefix. RemoteError if it cannot be
+    """List a URL root: a file, or every file below a prefix. UsageError if it cannot be
     listed (no such bucket, access denied, no connection); an empty prefix lists nothing."""
     fs, path = filesystem(url)
     try:
@@ -333,7 +333,8 @@ def list_root(url: str, patterns: tuple[str, ...], norecurse: list[str],
                 infos = fs.find(path, detail=True, withdirs=False)
                 base = path.rstrip("/")
     except Exception as exc:  # noqa: BLE001 - any storage error: the root cannot be used
-        raise RemoteError(f"cannot list {display_url(url)}: {describe(exc)}") from None
+        # A usage error, as for a local path not found: the run stops before collecting.
+        raise pytest.UsageError(f"cannot list {display_url(url)}: {describe(exc)}") from None
     files, unmatched = [], []
     for name in sorted(infos):
         info = infos[name]
@@ -360,10 +361,6 @@ def list_root(url: str, patterns: tuple[str, ...], norecurse: list[str],
 def _suffixes(name: str) -> list[str]:
     stem = name.lstrip(".")
     return ["." + s for s in stem.split(".")[1:]]
-
-
-class RemoteError(pytest.UsageError):
-    """A URL root that cannot be used at all: the run stops as for a path not found."""
 
 
 # -- taking URLs out of pytest's hands ---------------------------------------------------------
@@ -440,7 +437,7 @@ class Remote:
         self.config = config
         # A URL argument may name an item: s3://b/a.jsonl::tokaudit[shard 1 of 2]
         self.collected = list(dict.fromkeys(a.split("::")[0] for a in collected))
-        self.selectors = {a.split("::")[0]: [] for a in collected}
+        self.selectors: dict[str, list[str]] = {a.split("::")[0]: [] for a in collected}
         for a in collected:
             if "::" in a:
                 self.selectors[a.split("::")[0]].append(a)
@@ -570,6 +567,7 @@ class _RemoteLocation:
     """A remote item's location is its URL, not a path under the rootdir."""
 
     source: RemoteFile
+    label: Callable[[], str]  # the item's own (AuditItem.label ...)
 
     @property
     def location(self) -> tuple[str, int, str]:
@@ -587,7 +585,7 @@ class RemoteWholeFileItem(_RemoteLocation, WholeFileItem):
     pass
 
 
-class RemoteDataFile(FileItems, pytest.Collector):
+class RemoteDataFile(FileItems):
     """A data file at a URL, under the session: its items as for a local file (FileItems).
     Its pytest ``path`` is the rootdir's, so the rootdir's conftest.py files apply."""
 
@@ -596,10 +594,14 @@ class RemoteDataFile(FileItems, pytest.Collector):
 
     def __init__(self, *, source: RemoteFile, **kwargs: Any):
         super().__init__(**kwargs)
-        self.source = source
+        self._source = source
+
+    @property
+    def source(self) -> RemoteFile:
+        return self._source
 
     def source_size(self) -> int | None:
-        return self.source.size
+        return self._source.size
 
     def reportinfo(self):
         return self.source.display, 0, self.nodeid

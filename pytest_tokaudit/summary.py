@@ -41,8 +41,8 @@ class FileSummary:
     counted: int = 0
     absdiff: int = 0
     max_absdiff: int = 0
-    # [absdiff, line, record id, billed, counted], worst first
-    worst: list[list[Any]] = field(default_factory=list)
+    # (absdiff, -line, record id, billed, counted): a min-heap of the worst (worst_records)
+    worst: list[tuple[Any, ...]] = field(default_factory=list)
     findings: int = 0
     allowable: int = 0
     bad_records: int = 0  # records with a finding no allowance forgives
@@ -63,6 +63,8 @@ class FileSummary:
     # Record ids and their lines, in line order; only kept for the dataset id checks.
     ids: list[Any] = field(default_factory=list)
     id_lines: list[int] = field(default_factory=list)
+    # Per-check channels: name -> JSON-able values for a dataset check of the user's.
+    channels: dict[str, list[Any]] = field(default_factory=dict)
 
     # -- accumulation ------------------------------------------------------------------
     def add_counts(self, line: int, record_id: Any, billed: int, counted: int) -> None:
@@ -147,6 +149,13 @@ class FileSummary:
     def rt_ratio_mean(self) -> float:
         return self.rt_ratio_sum / self.rt_checked if self.rt_checked else 0.0
 
+    def channel(self, name: str) -> list[Any]:
+        """A list a check of your own fills with JSON-able values (in its batch or file
+        hook) for its dataset check, which reads it as `dataset.channel(name)`. A sharded
+        file's lists are joined in shard order; lines in them stay relative to the shard
+        (add `summary.start` rows for Parquet; JSONL shards start at byte `summary.start`)."""
+        return self.channels.setdefault(name, [])
+
     # -- shards --------------------------------------------------------------------------
     def rebase(self, offset: int) -> None:
         """Make a shard's relative line numbers absolute: `offset` lines come before it."""
@@ -181,6 +190,8 @@ class FileSummary:
         self.file_findings += other.file_findings
         self.ids += other.ids
         self.id_lines += other.id_lines
+        for name, values in other.channels.items():
+            self.channels.setdefault(name, []).extend(values)
         self.read_error = self.read_error or other.read_error
         self.shard, self.shards = None, 1
 

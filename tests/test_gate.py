@@ -35,7 +35,7 @@ from typing import Iterable
 
 import pytest
 
-from conftest import TokProject, failure_sections, rec, summary_rows
+from conftest import UNRELATED_PLUGINS, TokProject, failure_sections, jsonl_bytes, rec, summary_rows
 
 FAILED = pytest.ExitCode.TESTS_FAILED
 OK = pytest.ExitCode.OK
@@ -918,3 +918,24 @@ def test_whole_feature_complete_runs_agree_and_partial_runs_never_pass(gate: Gat
     assert got.pop("coverage") == "PASSED", merged.stdout.str()  # the union is complete
     want = {name: reference[ds(name)][0] for name in ("budget", "unique_ids", "expected_ids")}
     assert got == want, merged.stdout.str()
+
+
+@pytest.mark.parametrize("mode", [(), ("-n", "2")], ids=["in-process", "xdist-2"])
+def test_a_sharded_file_outside_the_rootdir_is_judged_whole(pytester: pytest.Pytester, mode,
+                                                            monkeypatch: pytest.MonkeyPatch):
+    """A data file named on the command line outside the rootdir (an ini given with -c):
+    pytest's own node id for it is "", so the whole-file verdict found no shards and was
+    skipped, and a count breach only the whole file judges went green."""
+    (pytester.path / "run").mkdir()
+    (pytester.path / "run/pytest.ini").write_text("[pytest]\ntokaudit_shard_size = 4000\n")
+    data = pytester.path / "data"
+    data.mkdir()
+    records = [rec(i, 10, 40 if i == 150 else 10) for i in range(200)]
+    (data / "big.jsonl").write_bytes(jsonl_bytes(records))
+    monkeypatch.chdir(pytester.path / "run")
+    result = pytester.runpytest_subprocess(
+        "-c", "pytest.ini", "--tokaudit", str(data / "big.jsonl"), "-rA",
+        *(mode or ("-p", "no:xdist")), *UNRELATED_PLUGINS, timeout=120)
+    assert result.ret == FAILED, result.stdout.str()
+    result.stdout.fnmatch_lines(["FAILED ../data/big.jsonl::tokaudit[[]file[]] - 1 of 200 audited*"])
+    assert "SKIPPED" not in result.stdout.str(), result.stdout.str()

@@ -14,7 +14,7 @@ import pytest
 from conftest import UNRELATED_PLUGINS, TokProject, rec
 from pytest_tokaudit import ids as ids_module
 from pytest_tokaudit.contract import Contract
-from pytest_tokaudit.dataset import DUPLICATES_SHOWN, evaluate
+from pytest_tokaudit.dataset import DUPLICATES_SHOWN, evaluate, standalone_hook
 from pytest_tokaudit.ids import IdIndex, read_manifest
 from pytest_tokaudit.summary import FileSummary
 
@@ -35,7 +35,7 @@ def index_of(*summaries: FileSummary, **kw) -> IdIndex:
 
 
 def unique_ids(index: IdIndex):
-    (outcome,) = evaluate([], index, CONTRACT, None)
+    (outcome,) = evaluate(standalone_hook(), [], index, CONTRACT, None)
     return outcome
 
 
