@@ -162,6 +162,7 @@ def write_corpus(project: TokProject) -> None:
     project.jsonl("data/sub/b.jsonl.gz", [good(100 + i) for i in range(30)] + [good(5)])
     big = [good(200 + i) for i in range(120)]
     big[77] = rec(277, 12, 30, once=[THINK], last=END, provider="api")
+    big[99] = "{broken"  # fails its shard: the line is counted from the file's start
     project.jsonl("data/big.jsonl", big)
     table = pa.Table.from_pylist([{**r, "sample_id": r["sample_id"] + 1000} for r in rows()])
     pq.write_table(table, project.path / "data/c.parquet", row_group_size=10)
@@ -193,10 +194,15 @@ def test_the_same_corpus_gives_the_same_audit_locally_and_from_a_bucket(
     def same(text: str) -> str:
         return text.replace(url + "/", "data/")
 
-    for name in ("a.jsonl", "sub/b.jsonl.gz", "big.jsonl", "c.parquet"):
-        sections = failure_sections(local, f"tokaudit: data/{name}")
-        assert [[same(line) for line in s] for s in failure_sections(remote, f"tokaudit: {url}/{name}")] \
-            == sections, name
+    # Every failure section (files, shards, whole files, dataset checks), line for line.
+    titles = sorted(set(re.findall(r"^_+ (.+?) _+$", local.stdout.str(), re.M)))
+    assert sorted(same(t) for t in set(re.findall(r"^_+ (.+?) _+$", remote.stdout.str(), re.M))) \
+        == titles
+    assert any("[shard" in t for t in titles), titles
+    for title in titles:
+        remote_title = title.replace("data/", url + "/", 1) if "data/" in title else title
+        assert [[same(line) for line in s] for s in failure_sections(remote, remote_title)] \
+            == failure_sections(local, title), title
     assert {same(k): v for k, v in summary_rows(remote).items()} == summary_rows(local)
     assert sorted(same(line) for line in outcome_lines(remote)) == outcome_lines(local)
     text = remote.stdout.str()
@@ -205,6 +211,8 @@ def test_the_same_corpus_gives_the_same_audit_locally_and_from_a_bucket(
     assert f"{url}/a.jsonl:3: sample_id=3: count: billed 15, counted 12" in text
     assert f"{url}/c.parquet:row 3: sample_id=1003: count: billed 15, counted 12" in text
     assert f"{url}/big.jsonl:78: sample_id=277: count: billed 30, counted 12" in text
+    # A failing shard's lines come from ranged reads of the part of the file before it.
+    assert f"{url}/big.jsonl:100: json: invalid JSON" in text
     assert re.search(rf"{url}/big\.jsonl::tokaudit\[shard 1 of \d\]", text), text
     assert f"sample_id=5: 2 records: {url}/a.jsonl:5, {url}/sub/b.jsonl.gz:31" in text
     # The remote root is the dataset: complete, so the dataset checks are judged.
