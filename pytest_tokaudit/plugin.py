@@ -35,13 +35,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="fail files that got worse than in an earlier --tokaudit-json report",
     )
     add_ini_keys(parser)
+    from .ci import add_options
+
+    add_options(parser, group)  # CI outputs and the `tokaudit = true` ini switch
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "tokaudit: an item of pytest-tokaudit (a data file, shard or dataset check)"
     )
-    if not config.getoption("tokaudit"):
+    from .ci import remind, switched_on
+
+    if not switched_on(config):  # --tokaudit, or `tokaudit = true` in the ini file
+        remind(config)
         return
     from .checks import BUILTIN
     from .collect import CONTRACT, Collector, DeferLast
@@ -71,3 +77,6 @@ def pytest_configure(config: pytest.Config) -> None:
 
         config.stash[CONTROLLER] = Controller(config, contract)
         pm.register(config.stash[CONTROLLER], "tokaudit.controller")
+    from .ci import configure
+
+    configure(config)  # annotations, Markdown summary, failures file
