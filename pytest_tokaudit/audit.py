@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from . import failures
 from .contract import Contract
 from .findings import Finding, as_findings
 from .reader import SKIPPED, Lines, LfsPointer, ReadError, Record, Rejected, max_line_bytes, parse_line
@@ -105,6 +106,8 @@ def _check_batch(
     # Hooks answer in their own order; the bounded list keeps the first lines of the file.
     found.sort(key=lambda f: f.line or 0)
     summary.add_record_findings(found)
+    if found and failures.ACTIVE is not None:  # --tokaudit-failures: every one, uncapped
+        failures.ACTIVE.write(found, batch)
 
 
 def check_file(path: Path, contract: Contract, hook: Any, summary: FileSummary) -> None:
