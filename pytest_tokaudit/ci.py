@@ -36,7 +36,7 @@ def switched_on(config: pytest.Config) -> bool:
         return True
     try:
         return bool(config.getini(SWITCH))
-    except ValueError as exc:  # "maybe" for a bool
+    except (ValueError, pytest.UsageError) as exc:  # "maybe" for a bool (pytest 9.2 names no key)
         raise pytest.UsageError(f"{SWITCH}: {exc}") from None
 
 

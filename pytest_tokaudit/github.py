@@ -116,13 +116,12 @@ def annotations(config: pytest.Config, files: list[FileSummary], outcomes: list[
         path = repo_path(config, s.path)
         parquet = s.path.endswith(".parquet")
         listed, more = entries(s)
-        for e in listed:
+        at_records = [e for e in listed if e.line is not None]
+        for e in at_records:
             message = f"{record_label(id_field, e.record_id)}{e.message}"
             line = e.line
-            if parquet and line is not None:  # a binary file: the row goes in the message
+            if parquet:  # a binary file: the row goes in the message
                 message, line = f"row {line}: {message}", None
-            elif line is None and not parquet:
-                line = 1
             yield command(e.level, message, path, line, f"tokaudit {e.check}")
         if more:
             level = "error" if s.failing else "warning"
@@ -132,6 +131,8 @@ def annotations(config: pytest.Config, files: list[FileSummary], outcomes: list[
                 f"(tokaudit_max_shown = {s.max_shown}; --tokaudit-failures=PATH lists every one)",
                 path, None if parquet else 1, "tokaudit",
             )
+        for e in listed[len(at_records):]:  # file-level verdicts: at the file
+            yield command(e.level, e.message, path, None if parquet else 1, f"tokaudit {e.check}")
     for o in outcomes:
         if o.outcome != "failed":
             continue
