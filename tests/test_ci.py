@@ -251,3 +251,32 @@ def test_ini_keys_without_the_switch_get_a_note_when_nothing_is_collected(
     result = project.run(tokaudit=False, paths=(".",))
     assert result.ret == pytest.ExitCode.OK
     assert "the audit is off" not in result.stdout.str()
+
+
+def test_a_long_summary_table_lists_failing_files_first_and_counts_the_rest(
+    pytester: pytest.Pytester,
+):
+    from conftest import summary_section
+
+    project = TokProject(pytester, ("-p", "no:xdist"))
+    project.ini(tokaudit_count_mean_rel="")
+    for k in range(25):
+        bad = k in (7, 21)
+        project.jsonl(f"data/f{k:02}.jsonl", [rec(100 * k + 1, 10, 40 if bad else 11),
+                                             rec(100 * k + 2, 10)])
+    result = project.run()
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    section = summary_section(result)
+    table = section[: section.index("")]
+    names = [line.split()[0] for line in table[1:]]
+    assert names[:2] == ["data/f07.jsonl", "data/f21.jsonl"], table
+    assert len(names) == 20 + 1 + 1, table  # 20 files, the total, the note
+    assert names[-2] == "all" and table[-1] == "... and 5 more files passed (-v lists every file)"
+    assert "worst 5 records of all files by |billed - counted|:" in section
+    worst = section[section.index("worst 5 records of all files by |billed - counted|:") + 2:]
+    assert [line.split()[0] for line in worst[:2]] == ["data/f07.jsonl:1", "data/f21.jsonl:1"]
+
+    verbose = summary_section(project.run("-v"))
+    table = verbose[: verbose.index("")]
+    assert len(table) == 1 + 25 + 1 and "more files passed" not in "\n".join(verbose)
+    assert [line.split()[0] for line in table[1:3]] == ["data/f00.jsonl", "data/f01.jsonl"]
