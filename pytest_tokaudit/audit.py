@@ -105,9 +105,9 @@ def _check_batch(
             found.extend(as_findings(result))
     # Hooks answer in their own order; the bounded list keeps the first lines of the file.
     found.sort(key=lambda f: f.line or 0)
-    summary.add_record_findings(found)
     if found and failures.ACTIVE is not None:  # --tokaudit-failures: every one, uncapped
-        failures.ACTIVE.write(found, batch)
+        failures.ACTIVE.write(found, batch)  # first: an interrupt between never loses one
+    summary.add_record_findings(found)
 
 
 def check_file(path: Path, contract: Contract, hook: Any, summary: FileSummary) -> None:

@@ -47,27 +47,45 @@ def dumps(entry: dict[str, Any]) -> bytes:
 
 
 class Sink:
-    """Where one process writes: its part file, opened at its first audit item."""
+    """Where one process writes: its part file, opened at its first audit item.
+
+    A part that cannot be opened or written is given up, never an error of the item: the
+    controller finds the findings missing (it counts them against the summaries) and
+    fails the run, saying so.
+    """
 
     def __init__(self, prefix: str, worker: str):
         self.path = Path(f"{prefix}.{worker}.part")
         self.fh: BinaryIO | None = None
+        self.broken = False
         self.file = ""  # the current item's display path
 
+    def _put(self, data: bytes, flush: bool = False) -> None:
+        if self.broken:
+            return
+        try:
+            if self.fh is None:
+                self.fh = open(self.path, "ab")
+            self.fh.write(data)
+            if flush:
+                self.fh.flush()
+        except OSError:
+            self.broken = True
+            with contextlib.suppress(OSError):
+                if self.fh is not None:
+                    self.fh.close()
+            self.fh = None
+
     def begin(self, nodeid: str, path: str, shard: int | None) -> None:
-        if self.fh is None:
-            self.fh = open(self.path, "ab")
         self.file = path
-        self.fh.write(dumps({"begin": nodeid, "path": path, "shard": shard}))
+        self._put(dumps({"begin": nodeid, "path": path, "shard": shard}))
 
     def end(self, nodeid: str, complete: bool) -> None:
-        if self.fh is not None:
-            self.fh.write(dumps({"end": nodeid, "complete": complete}))
-            self.fh.flush()
+        self._put(dumps({"end": nodeid, "complete": complete}), flush=True)
 
     def write(self, found: list[Any], batch: list[Any]) -> None:
         """A batch's findings (lines relative to the item's part), with the record's counts."""
-        if self.fh is None:
+        if self.broken:
             return
         records = {r.line: r for r in batch}
         out = []
@@ -82,11 +100,12 @@ class Sink:
                 "counted": None if r is None else r.n_ids,
                 "allowable": f.allowable,
             }))
-        self.fh.write(b"".join(out))
+        self._put(b"".join(out))
 
     def close(self) -> None:
         if self.fh is not None:
-            self.fh.close()
+            with contextlib.suppress(OSError):
+                self.fh.close()
             self.fh = None
 
 
@@ -147,22 +166,24 @@ class Merge:
             writer.sink.close()  # -n 0: this process's own part
         parts = sorted(Path(self.prefix).parent.glob(Path(self.prefix).name + ".*.part"))
         try:
-            self.written = merge(parts, self.target, self.config.stash[CONTROLLER])
+            self.written, missing = merge(parts, self.target, self.config.stash[CONTROLLER])
+            if missing:
+                self.error = (f"INCOMPLETE: {self.target} lacks {missing:,} of the findings "
+                              "the audit counted (a part file next to it could not be written)")
         except OSError as exc:
-            self.error = f"cannot write {self.target}: {exc.strerror or exc}"
-            if session.exitstatus == 0:  # a training job would read "no bad record"
-                session.exitstatus = pytest.ExitCode.TESTS_FAILED
-        finally:
-            for part in parts:
-                with contextlib.suppress(OSError):
-                    part.unlink()
+            self.error = f"NOT written: cannot write {self.target}: {exc.strerror or exc}"
+        if self.error and session.exitstatus == 0:  # a job would read "no bad record"
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        for part in parts:
+            with contextlib.suppress(OSError):
+                part.unlink()
 
     @pytest.hookimpl(trylast=True)  # after the controller's tokaudit summary
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.config.option.collectonly:
             return
         if self.error:
-            terminalreporter.write_line(f"tokaudit failures file NOT written: {self.error}", red=True)
+            terminalreporter.write_line(f"tokaudit failures file {self.error}", red=True)
         else:
             terminalreporter.write_line(
                 f"tokaudit failures file: {self.config.getoption('tokaudit_failures')} "
@@ -205,9 +226,12 @@ def choose(all_blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return sorted(chosen.values(), key=lambda b: (b["path"], b["shard"] or 0))
 
 
-def merge(parts: list[Path], target: Path, controller: Any) -> int:
-    """Write `target` from the parts (atomically); the number of findings written."""
+def merge(parts: list[Path], target: Path, controller: Any) -> tuple[int, int]:
+    """Write `target` from the parts (atomically): (findings written, findings at records
+    the items' summaries counted that no part holds)."""
     picked = choose([b for part in parts for b in blocks(part)])
+    expected = {nodeid: s.findings - len(s.file_findings)
+                for nodeid, s in controller.summaries.items()}
     by_path = controller.by_path()
     offsets: dict[str, dict[int, int]] = {}
     n = 0
@@ -227,6 +251,7 @@ def merge(parts: list[Path], target: Path, controller: Any) -> int:
                     data = fh.read(b["stop"] - b["start"])
                 lines = data.splitlines(keepends=True)
                 n += len(lines)
+                expected[b["nodeid"]] = expected.get(b["nodeid"], 0) - len(lines)
                 if not offset:
                     out.write(data)
                     continue
@@ -240,7 +265,7 @@ def merge(parts: list[Path], target: Path, controller: Any) -> int:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
-    return n
+    return n, sum(v for v in expected.values() if v > 0)
 
 
 def configure(config: pytest.Config, option: str) -> None:

@@ -280,3 +280,35 @@ def test_a_long_summary_table_lists_failing_files_first_and_counts_the_rest(
     table = verbose[: verbose.index("")]
     assert len(table) == 1 + 25 + 1 and "more files passed" not in "\n".join(verbose)
     assert [line.split()[0] for line in table[1:3]] == ["data/f00.jsonl", "data/f01.jsonl"]
+
+
+def test_failures_file_takes_each_item_once_under_dist_each(pytester: pytest.Pytester):
+    project = TokProject(pytester, ("-n", "2", "--dist", "each"))
+    dataset(project)
+    result = project.run("--tokaudit-failures=bad.jsonl")
+    assert_no_crash(result)
+    entries = [json.loads(line) for line in (project.path / "bad.jsonl").read_text().splitlines()]
+    assert [(e["path"], e["line"]) for e in entries] == sorted(RECORD_FINDINGS)  # file order
+
+
+VANISH = """
+import shutil
+
+def pytest_collection_finish(session):
+    shutil.rmtree("out")  # the failures file's directory goes away while the audit runs
+"""
+
+
+def test_a_failures_file_that_cannot_be_written_fails_the_run(pytester: pytest.Pytester):
+    project = TokProject(pytester, ("-p", "no:xdist"))
+    project.ini()
+    project.jsonl("data/a.jsonl", [rec(1, 10, 40), rec(2, 10)])
+    project.write("conftest.py", VANISH)
+    (project.path / "out").mkdir()
+    result = project.run("--tokaudit-failures=out/bad.jsonl", "-o", "tokaudit_count_outliers=1",
+                         "-o", "tokaudit_count_mean_rel=")
+    assert_no_crash(result)
+    # The data passed (one allowed outlier); the list a job relies on is missing: not green.
+    result.stdout.fnmatch_lines(["tokaudit failures file NOT written: cannot write *out/bad.jsonl: *",
+                                 "*2 passed*"])
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
