@@ -117,9 +117,9 @@ def summary_lines(
     (without -v), a long table lists the failing files first and counts the rest."""
     lines = summary_table(summaries, limit)
     overall = WORST if bounded(summaries, limit)[1] else None  # not 5 rows per file
-    title = f"worst {overall} records of all files" if overall else "worst records"
+    worst = f"worst {overall} records of all files" if overall else "worst records"
     for title, block in (
-        (f"{title} by |billed - counted|:", worst_table(summaries, contract, overall)),
+        (f"{worst} by |billed - counted|:", worst_table(summaries, contract, overall)),
         ("allowed outliers (tokaudit_count_outliers) in files that passed:",
          allowed_outliers(summaries, contract)),
     ):
