@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from . import failures
 from .contract import Contract
 from .findings import Finding, as_findings
-from .reader import SKIPPED, Lines, LfsPointer, ReadError, Record, Rejected, max_line_bytes, parse_line
+from .reader import (
+    SKIPPED, AuditedRecord, Lines, LfsPointer, ReadError, Record, Rejected, max_line_bytes, parse_line,
+)
 from .summary import FileSummary
 
 # Records are checked in batches so batch hooks (the tokenizer round trip) amortise their
@@ -46,7 +48,7 @@ def audit(
     try:
         for line, body in lines:
             summary.records += 1
-            if type(body) is int:  # longer than the limit: read past, never held or parsed
+            if isinstance(body, int):  # longer than the limit: read past, never held or parsed
                 summary.audited += 1
                 pending.append(Finding(
                     "line_length",
@@ -89,7 +91,8 @@ def audit(
 
 
 def _check_batch(
-    batch: list[Record], found: list[Finding], contract: Contract, hook: Any, summary: FileSummary
+    batch: Sequence[AuditedRecord], found: list[Finding], contract: Contract, hook: Any,
+    summary: FileSummary,
 ) -> None:
     for record in batch:
         summary.add_counts(record.line, record.id, record.count, record.n_ids)
