@@ -23,12 +23,12 @@ import os
 import tempfile
 import uuid
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Sequence
 
 import orjson
 import pytest
 
-from .findings import location
+from .findings import Finding, location
 from .summary import _BIG_INT
 
 # The sink of the audit item running in this process, or None; set around each AuditItem's
@@ -83,7 +83,7 @@ class Sink:
     def end(self, nodeid: str, complete: bool) -> None:
         self._put(dumps({"end": nodeid, "complete": complete}), flush=True)
 
-    def write(self, found: list[Any], batch: list[Any]) -> None:
+    def write(self, found: Sequence[Finding], batch: Sequence[Any]) -> None:
         """A batch's findings (lines relative to the item's part), with the record's counts."""
         if self.broken:
             return
@@ -132,7 +132,7 @@ class Writer:
         finally:
             ACTIVE = None
             for name, value in reversed(item.user_properties):
-                if name == PROPERTY:
+                if name == PROPERTY and isinstance(value, (str, bytes)):
                     complete = bool(orjson.loads(value).get("complete"))
                     break
             self.sink.end(item.nodeid, complete)

@@ -109,7 +109,7 @@ def record_label(id_field: tuple[str, ...], record_id: Any) -> str:
     return f"{'.'.join(id_field)}={record_id!r}: "
 
 
-def annotations(config: pytest.Config, files: list[FileSummary], outcomes: list[Any],
+def workflow_commands(config: pytest.Config, files: list[FileSummary], outcomes: list[Any],
                 id_field: tuple[str, ...], anchor: str | None) -> Iterator[str]:
     """Every workflow command of the run, file by file, then the failed dataset checks."""
     for s in files:
@@ -160,7 +160,7 @@ class Annotations:
         controller = config.stash[CONTROLLER]
         anchor = dataset_anchor(config)
         anchor_path = None if anchor == MARKER else anchor.split("::")[0]
-        lines = list(annotations(config, controller.files(), list(controller.outcomes.values()),
+        lines = list(workflow_commands(config, controller.files(), list(controller.outcomes.values()),
                                  controller.contract.id_field, anchor_path))
         for line in lines:
             terminalreporter.write_line(line)
