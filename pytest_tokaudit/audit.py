@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
+from . import failures
 from .contract import Contract
 from .findings import Finding, as_findings
 from .reader import (
@@ -107,6 +108,8 @@ def _check_batch(
             found.extend(as_findings(result))
     # Hooks answer in their own order; the bounded list keeps the first lines of the file.
     found.sort(key=lambda f: f.line or 0)
+    if found and failures.ACTIVE is not None:  # --tokaudit-failures: every one, uncapped
+        failures.ACTIVE.write(found, batch)  # first: an interrupt between never loses one
     summary.add_record_findings(found)
 
 

@@ -433,7 +433,10 @@ class Controller:
             return
         tr = terminalreporter
         tr.write_sep("=", "tokaudit summary")
-        for line in summary_lines(files, self.contract):
+        from .report import ROWS  # a long table: failing files first, the rest counted
+
+        limit = None if self.config.option.verbose > 0 else ROWS
+        for line in summary_lines(files, self.contract, limit):
             tr.write_line(line)
         if self.contract.price_per_mtok is not None and self.contract.budget is None:
             spent = sum(s.billed_total for s in files)

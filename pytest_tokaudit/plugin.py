@@ -35,13 +35,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="fail files that got worse than in an earlier --tokaudit-json report",
     )
     add_ini_keys(parser)
+    from .ci import add_options
+
+    add_options(parser, group)  # CI outputs and the `tokaudit = true` ini switch
 
 
 def pytest_load_initial_conftests(early_config: pytest.Config, args: list[str]) -> None:
     # URL testpaths (s3://...) must reach pytest as arguments, or it collects the rootdir.
-    if getattr(early_config.known_args_namespace, "tokaudit", False) and any(
-        "://" in t for t in early_config.getini("testpaths") or []
-    ):
+    if any("://" in t for t in early_config.getini("testpaths") or []):
         from .remote import testpath_urls_as_args
 
         testpath_urls_as_args(early_config, args)
@@ -51,7 +52,10 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "tokaudit: an item of pytest-tokaudit (a data file, shard or dataset check)"
     )
-    if not config.getoption("tokaudit"):
+    from .ci import remind, switched_on
+
+    if not switched_on(config):  # --tokaudit, or `tokaudit = true` in the ini file
+        remind(config)
         return
     from .checks import BUILTIN
     from .collect import CONTRACT, Collector, DeferLast
@@ -81,6 +85,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
         config.stash[CONTROLLER] = Controller(config, contract)
         pm.register(config.stash[CONTROLLER], "tokaudit.controller")
+    from .ci import configure
+
+    configure(config)  # annotations, Markdown summary, failures file
     # URLs on the command line or in testpaths: out of pytest's args, listed and collected
     # by remote.py (registered after the collector, so its items come before the checks').
     from .remote import configure as configure_remote

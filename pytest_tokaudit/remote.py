@@ -375,6 +375,12 @@ def testpath_urls_as_args(early_config: pytest.Config, args: list[str]) -> None:
     ns = early_config.known_args_namespace
     if getattr(ns, "file_or_dir", None) or getattr(ns, "pyargs", False):
         return
+    if not getattr(ns, "tokaudit", False):  # --tokaudit, or `tokaudit = true` in the ini
+        try:
+            if not early_config.getini("tokaudit"):
+                return
+        except (ValueError, pytest.UsageError):
+            return  # a bad value: pytest_configure says so
     if early_config.invocation_params.dir != early_config.rootpath:
         return
     testpaths = early_config.getini("testpaths") or []

@@ -6,7 +6,7 @@ from typing import Any
 
 from .contract import Contract
 from .findings import Finding, location
-from .summary import FileSummary
+from .summary import WORST, FileSummary
 
 # Which contract keys a check's verdict depends on, to say where the tolerance came from.
 CHECK_KEYS = {
@@ -94,11 +94,32 @@ def _table(header: list[str], rows: list[list[str]], right: set[int]) -> list[st
     return [fmt(header)] + [fmt(r) for r in rows]
 
 
-def summary_lines(summaries: list[FileSummary], contract: Contract) -> list[str]:
-    """The per-file table, then the worst records and the allowed outliers."""
-    lines = summary_table(summaries)
+ROWS = 20  # files in the summary table without -v
+
+
+def bounded(summaries: list[FileSummary], limit: int | None) -> tuple[list[FileSummary], int]:
+    """(the files the table lists, how many passing files it leaves out). Past `limit`
+    files: every failing file first, then passing ones up to `limit` rows in all."""
+    if limit is None or len(summaries) <= limit:
+        return summaries, 0
+    from .github import failed
+
+    bad = [s for s in summaries if failed(s)]
+    good = [s for s in summaries if not failed(s)]
+    keep = good[: max(limit - len(bad), 0)]
+    return bad + keep, len(good) - len(keep)
+
+
+def summary_lines(
+    summaries: list[FileSummary], contract: Contract, limit: int | None = None
+) -> list[str]:
+    """The per-file table, then the worst records and the allowed outliers. With `limit`
+    (without -v), a long table lists the failing files first and counts the rest."""
+    lines = summary_table(summaries, limit)
+    overall = WORST if bounded(summaries, limit)[1] else None  # not 5 rows per file
+    worst = f"worst {overall} records of all files" if overall else "worst records"
     for title, block in (
-        ("worst records by |billed - counted|:", worst_table(summaries, contract)),
+        (f"{worst} by |billed - counted|:", worst_table(summaries, contract, overall)),
         ("allowed outliers (tokaudit_count_outliers) in files that passed:",
          allowed_outliers(summaries, contract)),
     ):
@@ -107,20 +128,25 @@ def summary_lines(summaries: list[FileSummary], contract: Contract) -> list[str]
     return lines
 
 
-def summary_table(summaries: list[FileSummary]) -> list[str]:
+def summary_table(summaries: list[FileSummary], limit: int | None = None) -> list[str]:
     """One row per file: the audit people read every run."""
+    listed, hidden = bounded(summaries, limit)
     with_rt = any(s.rt_checked for s in summaries)
     header = ["file", "records", "audited", "skipped", "mean billed", "mean counted",
               "mean |diff|", "max |diff|", "findings"]
     if with_rt:
         header += ["rt changed", "rt mean", "rt max"]
-    rows = [_row(s, with_rt) for s in summaries]
+    rows = [_row(s, with_rt) for s in listed]
     if len(summaries) > 1:
         total = FileSummary(path=f"all {len(summaries)} files")
         for s in summaries:
             total.merge(s)
         rows.append(_row(total, with_rt))
-    return _table(header, rows, right=set(range(1, len(header))))
+    table = _table(header, rows, right=set(range(1, len(header))))
+    if hidden:
+        table.append(f"... and {hidden:,} more file{'s' if hidden != 1 else ''} passed "
+                     "(-v lists every file)")
+    return table
 
 
 def _row(s: FileSummary, with_rt: bool) -> list[str]:
@@ -147,13 +173,17 @@ def allowed_outliers(summaries: list[FileSummary], contract: Contract) -> list[s
     return out
 
 
-def worst_table(summaries: list[FileSummary], contract: Contract) -> list[str]:
-    """The worst 5 records of each file by |billed - counted|."""
+def worst_table(summaries: list[FileSummary], contract: Contract,
+                overall: int | None = None) -> list[str]:
+    """The worst 5 records of each file by |billed - counted| (or the worst `overall`)."""
+    found = [(diff, s.path, line, rid, billed, counted)
+             for s in summaries for diff, line, rid, billed, counted in s.worst_records()]
+    if overall is not None:
+        found = sorted(found, key=lambda r: -r[0])[:overall]
     rows = []
-    for s in summaries:
-        for diff, line, rid, billed, counted in s.worst_records():
-            rows.append([location(s.path, line), "" if rid is None else repr(rid),
-                         f"{billed:,}", f"{counted:,}", f"{counted - billed:+,}"])
+    for diff, path, line, rid, billed, counted in found:
+        rows.append([location(path, line), "" if rid is None else repr(rid),
+                     f"{billed:,}", f"{counted:,}", f"{counted - billed:+,}"])
     if not rows:
         return []
     id_name = ".".join(contract.id_field) or "id"

@@ -139,6 +139,8 @@ def _no_github_annotations(monkeypatch: pytest.MonkeyPatch) -> None:
     pytest-github-actions-annotate-failures (`::error` lines on stderr) in every run a test
     makes, and test_gate.py's Gate does not block it. test_consumers.py sets it back."""
     monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+    # Nor may a run append this plugin's Markdown job summary to the real CI job's.
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
 
 
 @pytest.fixture(params=list(XDIST_MODES.values()), ids=list(XDIST_MODES))

@@ -238,6 +238,12 @@ def test_a_url_in_testpaths_is_the_dataset(project: TokProject, s3: S3, bucket: 
     n = 2 if where == "both" else 1
     assert f"pytest.ini::tokaudit::coverage: passed: {n} data file" in text
     assert f"testpaths: {testpaths.replace(' ', ', ')}" in text
+    # The same with the ini switch instead of --tokaudit.
+    project.ini(testpaths=testpaths, tokaudit_unique_ids="true", tokaudit="true")
+    switched = project.run("-rA", paths=(), tokaudit=False)
+    assert_clean(switched)
+    assert switched.ret == OK, switched.stdout.str()
+    assert f"PASSED s3://{bucket}/data/a.jsonl::tokaudit" in switched.stdout.str()
     # Naming one file of it on the command line is a partial run, as for a local folder.
     s3.put(bucket, "data/b.jsonl", json.dumps(rec(7)).encode())
     result = project.run("-rA", paths=(f"s3://{bucket}/data/b.jsonl",))
