@@ -132,6 +132,9 @@ def _schema_problem(schema: Any, contract: Contract) -> str | None:
     """A column the contract reads that is missing or of a type no row could pass with."""
     import pyarrow as pa
 
+    if type(contract.count_field) is not tuple or contract.text_template is not None:
+        return ("a sum in tokaudit_count_field and tokaudit_text_template are not supported for "
+                "Parquet files yet (JSONL only)")
     fields = [("id", contract.id_field), ("count", contract.count_field), ("ids", contract.ids_field)]
     if contract.where:
         fields.append(("where", contract.where))
