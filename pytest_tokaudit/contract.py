@@ -703,6 +703,10 @@ def contract_from_config(config: pytest.Config) -> Contract:
         contract = Contract(**values, sources=sources)
         if contract.needs_tokenizer:
             contract.tokenizer_object()  # a bad directory is a usage error now, not per file
+        if contract.text_template is not None:
+            from .template import check_literals
+
+            check_literals(contract.text_template, contract.tokenizer_object())
         return contract.resolve_tokens()
     except ValueError as exc:  # ContractError, or TokenizerError from loading
         raise pytest.UsageError(str(exc)) from None

@@ -92,6 +92,29 @@ def _compile(template: Any, tok: Any) -> Plan:
     return Plan(tuple(map(tuple, runs)), tuple(specials), added, tuple(where))
 
 
+_TAG = re.compile(r"<[^<>\s]{1,40}>")
+
+
+def check_literals(template: Any, tok: Any) -> None:
+    """Raise ValueError for a literal that looks like a misspelt special token
+    (`<|im_ed|>`): it would silently be encoded as text."""
+    import difflib
+
+    vocab = _added_vocab(tok)
+    for part in template.parts:
+        if type(part) is not str:
+            continue
+        for m in _TAG.finditer(part):
+            name = m.group(0)
+            if name in vocab:
+                continue
+            close = difflib.get_close_matches(name, list(vocab), n=3, cutoff=0.75)
+            if close or name.startswith("<|"):
+                hint = f"closest: {', '.join(map(repr, close))}" if close else "no token is close"
+                raise ValueError(f"tokaudit_text_template: {name!r} is not a token of the "
+                                 f"tokenizer and would be encoded as text; {hint}")
+
+
 def _plain_ids(tok: Any, text: str) -> list[int]:
     """`text` encoded as if the tokenizer had no added tokens (so none of their strings
     becomes one): normaliser, pre-tokeniser and model of the fast backend."""
