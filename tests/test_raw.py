@@ -307,3 +307,35 @@ def test_count_outlier_max_is_never_forgiven(project: TokProject):
            "beyond tokaudit_count_outlier_max = 50%: never an allowed outlier" in section
     project.ini(tokaudit_count_outliers=2, tokaudit_count_mean_rel="")
     assert project.run().ret == OK
+
+
+def test_a_tokenizer_with_other_merges_is_caught_by_ids_match_text(tok, tmp_path):
+    """Ids stored by the real tokenizer, checked against a copy missing a few merges."""
+    import shutil
+
+    from pytest_tokaudit.template import IdsMatchTextCheck
+
+    other = tmp_path / "other"
+    shutil.copytree(qwen_dir(), other)
+    spec = json.loads((other / "tokenizer.json").read_text(encoding="utf-8"))
+    dropped = {("Ġt", "he"), ("Ġth", "e"), ("Ġ", "the")}  # every way to " the" in one token
+    spec["model"]["merges"] = [m for m in spec["model"]["merges"] if tuple(m) not in dropped]
+    (other / "tokenizer.json").write_text(json.dumps(spec), encoding="utf-8")
+    (other / "merges.txt").unlink()  # the fast tokenizer.json alone decides
+    rows = clean_responses(tok, 8)
+    for row in rows:
+        m = row["choices"][0]["message"]
+        row["output_ids"] = tok.encode(f"{m.get('reasoning', '')}</think>{m['content']}<|im_end|>",
+                                       add_special_tokens=False)
+    the = tok.encode(" the", add_special_tokens=False)
+    assert len(the) == 1
+    for c, caught in [(raw_contract(), set()), (raw_contract(tokenizer=str(other)), None)]:
+        records = [parse_line(json.dumps(r).encode(), k + 1, c) for k, r in enumerate(rows)]
+        assert rebuild(records, c) == []
+        findings = IdsMatchTextCheck().pytest_tokaudit_check_batch(records, c)
+        lines = {f.line for f in findings}
+        if caught is None:  # the records holding " the" as one token, and only those
+            caught = {r.line for r in records if the[0] in r.ids}
+            assert len(caught) >= 4
+        assert lines == caught
+        assert all("first difference at token" in f.message for f in findings)
