@@ -435,6 +435,9 @@ KEYS: tuple[Key, ...] = (
     Key("tokaudit_unique_ids", "unique_ids", parse_bool, "false",
         "dataset: a record id appears once across all audited files", "bool",
         doc="dataset: a record id appears once across all audited files; findings name each id and all its `file:line` places"),
+    Key("tokaudit_unique_text", "unique_text", parse_bool, "false",
+        "dataset: the same completion (same ids) appears under one record id only", "bool",
+        doc="dataset: the same completion (the same stored or rebuilt ids) under different record ids is a duplicate (a response paid for twice); findings name the ids and their `file:line` places"),
     Key("tokaudit_expected_ids", "expected_ids", parse_path, "",
         "dataset: manifest of ids that must have a record (relative to the ini file)",
         doc="dataset: a manifest (JSONL with the id field, or one id per line) of ids that must have a record; missing ids are reported as a count and their first ranges"),
@@ -499,6 +502,7 @@ class Contract:
     finish_reason_field: tuple[str, ...] = ("choices", "0", "finish_reason")
     finish_reason: tuple[str, ...] = ()
     count_outlier_max: Allowance | None = None
+    unique_text: bool = False
     # Token specs resolved to ids (names need the tokenizer); filled by resolve_tokens.
     require_once_ids: tuple[int, ...] = ()
     require_last_ids: tuple[int, ...] = ()

@@ -234,7 +234,8 @@ NUMBERS = ("tokaudit_count_abs", "tokaudit_count_rel", "tokaudit_count_outliers"
            "tokaudit_max_line_bytes")
 OPTIONAL_NUMBERS = ("tokaudit_count_mean_rel", "tokaudit_roundtrip_rel", "tokaudit_budget",
                     "tokaudit_price_per_mtok", "tokaudit_count_outlier_max")  # empty: off / unset
-BOOLS = ("tokaudit_allow_empty", "tokaudit_trust_remote_code", "tokaudit_unique_ids")
+BOOLS = ("tokaudit_allow_empty", "tokaudit_trust_remote_code", "tokaudit_unique_ids",
+         "tokaudit_unique_text")
 TOKENS = ("tokaudit_require_once", "tokaudit_require_last", "tokaudit_forbid")  # names need a tokenizer
 PATHS = ("tokaudit_tokenizer", "tokaudit_expected_ids")  # none of these exists
 OTHER = {
