@@ -19,6 +19,8 @@ CHECK_KEYS = {
     "roundtrip": ("roundtrip_rel",),
     "empty": ("allow_empty",),
     "baseline": ("baseline_rel",),
+    "ids_match_text": ("text_template",),
+    "special_in_text": ("text_template",),
 }
 
 
