@@ -557,6 +557,16 @@ class Contract:
             new = new.resolve_tokens()
         return new
 
+    def check_file_level(self, base: Contract) -> None:
+        """Raise ContractError if this per-file contract changes a dataset-level key of
+        `base`: dataset checks are judged once over all files, so a folder's value would be
+        silently ignored."""
+        changed = [KEYS_BY_ATTR[a].name for a in DATASET_ATTRS if getattr(self, a) != getattr(base, a)]
+        if changed:
+            raise ContractError(
+                f"{', '.join(changed)} {'is a dataset-level key' if len(changed) == 1 else 'are dataset-level keys'}, "
+                "judged once over every file: set it in the ini file, not per folder")
+
     def count_tolerance(self, billed: int) -> float:
         return max(self.count_abs, self.count_rel * billed)
 
@@ -643,6 +653,7 @@ class Contract:
 
 
 PATH_ATTRS = ("tokenizer", "expected_ids")
+DATASET_ATTRS = ("budget", "price_per_mtok", "unique_ids", "unique_text", "expected_ids")
 FIELD_ATTRS = ("ids_field", "count_field", "id_field", "where", "finish_reason_field")
 _PLAIN_WORD = re.compile(r"[^\s'\"\\]+")
 

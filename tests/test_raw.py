@@ -359,3 +359,18 @@ def test_the_same_completion_under_two_ids_is_reported(project: TokProject, tok)
     assert "id 'gen-4', 'gen-resent': the same completion: data/a.jsonl:4, data/b.jsonl:3" in out
     failed = [line for line in out.splitlines() if line.startswith("FAILED ")]
     assert len(failed) == 1 and failed[0].startswith("FAILED pytest.ini::tokaudit::unique_text"), failed
+
+
+@ONE_MODE
+def test_a_folder_contract_that_sets_a_dataset_key_is_an_error_not_ignored(project: TokProject):
+    project.write("data/b3/conftest.py", (
+        "def pytest_tokaudit_contract(path, contract):\n"
+        "    return contract.replace(budget=1000, count_abs='12')\n"
+    ))
+    project.jsonl("data/b3/a.jsonl", [{"sample_id": 1, "completion_tokens": 3, "output_ids": [1, 2, 3]}])
+    project.ini()
+    result = project.run()
+    assert result.ret in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.TESTS_FAILED)
+    result.stdout.fnmatch_lines(["*pytest_tokaudit_contract: tokaudit_budget is a dataset-level key, "
+                                 "judged once over every file: set it in the ini file, not per folder*"])
+    assert "Traceback" not in result.stdout.str()
