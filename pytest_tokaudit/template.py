@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from .findings import Finding
-from .reader import TextRecord
+from .reader import Record, TextRecord
 
 _CONTEXT_IDS, _AFTER_IDS = 2, 4
 _TEXT_BEFORE, _TEXT_AFTER = 30, 40
@@ -262,8 +262,10 @@ class FinishReasonCheck:
         field = contract.finish_reason_field
         if not field:
             return None
-        # record._data: the ids stay unparsed (the fast path never cuts out this field).
-        value = get_path(record._data, field)
+        # A JSONL record's _data: its ids stay unparsed (the fast path never cuts this field
+        # out); a Parquet row builds its data.
+        data = record._data if type(record) in (Record, TextRecord) else record.data
+        value = get_path(data, field)
         if value is MISSING or value is None:
             return None
         if value in allowed:
