@@ -248,8 +248,15 @@ def test_faults_in_raw_responses_are_caught_at_their_lines(project: TokProject, 
     # The same file with reasoning billed apart and summed: line 7 passes; the rest stays.
     if "-n" in project.mode:
         return  # once is enough: a second tokenizer load in every worker costs ~15 s
-    result = project.run("-o", f"tokaudit_count_field={SUM}")
+    result = project.run("-o", f"tokaudit_count_field={SUM}", "-o", "tokaudit_budget=1")
     section = failure_section(result, "data/raw.jsonl")
+    billed = 0  # the budget adds the same sum, unusable records' valid counts included
+    for row in rows:
+        usage = row.get("usage", {})
+        count = usage.get("completion_tokens")
+        if type(count) is int and count >= 0:
+            billed += count + usage.get("completion_tokens_details", {}).get("reasoning_tokens", 0)
+    assert f"pytest.ini::tokaudit::budget: failed: over budget: billed {billed:,} of 1 tokens" in result.stdout.str()
     assert [k for k in flagged(section, "data/raw.jsonl") if k[1] != "schema"] == [
         (3, "finish_reason"), (5, "count"), (9, "special_in_text"), (11, "count")]
 
