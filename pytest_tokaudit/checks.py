@@ -118,6 +118,7 @@ class EmptyCheck:
         )
 
 
+from .groups import GroupCheck  # noqa: E402
 from .template import FinishReasonCheck, IdsMatchTextCheck  # noqa: E402 (raw responses)
 
 BUILTIN = {
@@ -127,4 +128,5 @@ BUILTIN = {
     "tokaudit.empty": EmptyCheck,
     "tokaudit.ids_match_text": IdsMatchTextCheck,
     "tokaudit.finish_reason": FinishReasonCheck,
+    "tokaudit.group_by": GroupCheck,
 }

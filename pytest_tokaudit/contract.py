@@ -273,6 +273,14 @@ def parse_optional_limit(value: Any) -> Allowance | None:
     raise ContractError(f"expected a count of tokens like 200 or a share like 50%, got {_shown(value)}")
 
 
+def parse_fields(value: Any) -> tuple[str, ...]:
+    """Field names separated by spaces ('provider model'), each checked like a field."""
+    words = parse_words(value)
+    for word in words:
+        parse_required_field(word)
+    return words
+
+
 def parse_path(value: Any) -> str:
     if not isinstance(value, str):
         raise ContractError(f"expected a path, got {value!r}")
@@ -392,6 +400,9 @@ KEYS: tuple[Key, ...] = (
     Key("tokaudit_finish_reason", "finish_reason", parse_words, "",
         "per record: allowed finish reasons (e.g. stop)", "args",
         doc="per record: the allowed finish reasons (e.g. `stop`): a response cut at max_tokens (`length`) is a finding even when its ids end in `<|im_end|>`"),
+    Key("tokaudit_group_by", "group_by", parse_fields, "",
+        "fields whose values split the summary and the mean check into groups", "args",
+        doc="fields (e.g. `provider model`) whose values split the counts into groups: a table by group in the summary, a `groups` channel in the JSON report, and the mean check per group, so a provider that drifts shows even when its file passes"),
     Key("tokaudit_require_once", "require_once", parse_tokens, "",
         "per record: tokens that occur exactly once (ids, or names with a tokenizer)", "args",
         doc="per record: each listed token occurs exactly once"),
@@ -503,6 +514,7 @@ class Contract:
     finish_reason: tuple[str, ...] = ()
     count_outlier_max: Allowance | None = None
     unique_text: bool = False
+    group_by: tuple[str, ...] = ()
     # Token specs resolved to ids (names need the tokenizer); filled by resolve_tokens.
     require_once_ids: tuple[int, ...] = ()
     require_last_ids: tuple[int, ...] = ()

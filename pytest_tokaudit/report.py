@@ -103,10 +103,17 @@ def summary_lines(summaries: list[FileSummary], contract: Contract) -> list[str]
         ("worst records by |billed - counted|:", worst_table(summaries, contract)),
         ("allowed outliers (tokaudit_count_outliers) in files that passed:",
          allowed_outliers(summaries, contract)),
+        ("by group (tokaudit_group_by):", _group_table(summaries, contract)),
     ):
         if block:
             lines += ["", title, *block]
     return lines
+
+
+def _group_table(summaries: list[FileSummary], contract: Contract) -> list[str]:
+    from .groups import group_table
+
+    return group_table(summaries, contract)
 
 
 def summary_table(summaries: list[FileSummary]) -> list[str]:

@@ -247,6 +247,7 @@ OTHER = {
                                "no-field": "<|im_end|>", "empty-part": "{a..b}"},
     "tokaudit_finish_reason_field": {"empty-part": "choices..finish_reason"},
     "tokaudit_finish_reason": {"unclosed-quote": "'stop"},
+    "tokaudit_group_by": {"unclosed-quote": "'provider", "empty-part": "provider meta..model"},
     "tokaudit_id_field": {"empty-part": "meta..id", "leading-dot": ".id"},
     "tokaudit_where": {"empty-part": "a..b"},
 }
