@@ -13,13 +13,13 @@ if TYPE_CHECKING:
     from .contract import Allowance, Contract
     from .dataset import Dataset, Outcome
     from .findings import Finding
-    from .reader import Record
+    from .reader import AuditedRecord, Record
     from .summary import FileSummary
 
 __version__ = "0.1.0"
 _WHERE = {
-    "Allowance": "contract", "Contract": "contract", "Dataset": "dataset", "FileSummary": "summary",
-    "Finding": "findings", "Outcome": "dataset", "Record": "reader",
+    "Allowance": "contract", "AuditedRecord": "reader", "Contract": "contract", "Dataset": "dataset",
+    "FileSummary": "summary", "Finding": "findings", "Outcome": "dataset", "Record": "reader",
 }
 __all__ = [*sorted(_WHERE), "__version__"]
 

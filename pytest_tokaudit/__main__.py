@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Sequence
 
 import pytest
 
@@ -49,7 +50,7 @@ def id_checks(reports: list[jsonreport.Report]) -> tuple[Contract, list[Outcome]
     return (contract.replace_from("merge", **changes) if changes else contract), skipped
 
 
-def merge(paths: list[str], out: str | None, plugins: list[str] = ()) -> int:
+def merge(paths: list[str], out: str | None, plugins: Sequence[str] = ()) -> int:
     hook = standalone_hook(list(plugins))
     if out:
         jsonreport.check_writable(out, "--json")  # before any work, not after the verdict
@@ -58,7 +59,8 @@ def merge(paths: list[str], out: str | None, plugins: list[str] = ()) -> int:
         if report.contract_json != reports[0].contract_json:
             print(f"warning: {report.name} was made with another contract than {paths[0]}; "
                   f"using the first", file=sys.stderr)
-    files, seen = [], {}
+    files = []
+    seen: dict[str, str] = {}  # path -> the report that has it
     for report in reports:
         for summary in report.files:
             if summary.path in seen:
@@ -73,10 +75,11 @@ def merge(paths: list[str], out: str | None, plugins: list[str] = ()) -> int:
         for summary in files:
             index.add(summary)
     cov = None
-    if all(r.coverage is not None for r in reports):
+    coverages = [r.coverage for r in reports if r.coverage is not None]
+    if len(coverages) == len(reports):
         # The union is judged as one run: complete when, together, the reports audited
         # every file of the dataset to the end.
-        cov = Coverage.union([r.coverage for r in reports])
+        cov = Coverage.union(coverages)
         partial = cov.unjudgeable
         outcomes = [coverage_outcome(cov, contract)]
     else:  # a report of a version that did not record coverage

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from .contract import Contract
 from .findings import Finding, as_findings
-from .reader import SKIPPED, Lines, LfsPointer, ReadError, Record, Rejected, max_line_bytes, parse_line
+from .reader import (
+    SKIPPED, AuditedRecord, Lines, LfsPointer, ReadError, Record, Rejected, max_line_bytes, parse_line,
+)
 from .summary import FileSummary
 
 # Records are checked in batches so batch hooks (the tokenizer round trip) amortise their
@@ -45,7 +47,7 @@ def audit(
     try:
         for line, body in lines:
             summary.records += 1
-            if type(body) is int:  # longer than the limit: read past, never held or parsed
+            if isinstance(body, int):  # longer than the limit: read past, never held or parsed
                 summary.audited += 1
                 pending.append(Finding(
                     "line_length",
@@ -88,7 +90,8 @@ def audit(
 
 
 def _check_batch(
-    batch: list[Record], found: list[Finding], contract: Contract, hook: Any, summary: FileSummary
+    batch: Sequence[AuditedRecord], found: list[Finding], contract: Contract, hook: Any,
+    summary: FileSummary,
 ) -> None:
     if contract.text_template is not None and batch:  # ids rebuilt from text, before any check
         from .template import rebuild

@@ -6,9 +6,16 @@ turns one off.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Sequence
+
 import pytest
 
 from .findings import Finding
+
+if TYPE_CHECKING:
+    from .contract import Contract
+    from .reader import AuditedRecord
+    from .summary import FileSummary
 
 
 def _label(spec: str, token: int) -> str:
@@ -20,7 +27,9 @@ class CountCheck:
     """Billed count vs number of token ids, per record and on average per file."""
 
     @pytest.hookimpl
-    def pytest_tokaudit_check_record(self, record, contract):
+    def pytest_tokaudit_check_record(
+        self, record: AuditedRecord, contract: Contract
+    ) -> Finding | None:
         billed, counted = record.count, record.n_ids
         diff = counted - billed
         if abs(diff) <= contract.count_tolerance(billed):
@@ -38,7 +47,7 @@ class CountCheck:
         )
 
     @pytest.hookimpl
-    def pytest_tokaudit_check_file(self, summary, contract):
+    def pytest_tokaudit_check_file(self, summary: FileSummary, contract: Contract) -> list[Finding]:
         out = []
         allowed = contract.count_outliers.of(summary.audited)
         if summary.allowable > allowed:
@@ -62,7 +71,9 @@ class StructureCheck:
     """Special tokens: required exactly once, required last, forbidden."""
 
     @pytest.hookimpl
-    def pytest_tokaudit_check_record(self, record, contract):
+    def pytest_tokaudit_check_record(
+        self, record: AuditedRecord, contract: Contract
+    ) -> list[Finding] | None:
         once, forbid = contract.require_once_ids, contract.forbid_ids
         counts = record.count_each(once + forbid) if once or forbid else ()
         out = []
@@ -85,7 +96,9 @@ class RoundTripCheck:
     """decode -> encode through the real tokenizer changes few tokens, in batches."""
 
     @pytest.hookimpl
-    def pytest_tokaudit_check_batch(self, records, contract, summary):
+    def pytest_tokaudit_check_batch(
+        self, records: Sequence[AuditedRecord], contract: Contract, summary: FileSummary
+    ) -> list[Finding] | None:
         if contract.roundtrip_rel is None:
             return None
         from .tokenizer import roundtrip
@@ -107,7 +120,7 @@ class EmptyCheck:
     """A file with no audited record is suspicious unless allowed."""
 
     @pytest.hookimpl
-    def pytest_tokaudit_check_file(self, summary, contract):
+    def pytest_tokaudit_check_file(self, summary: FileSummary, contract: Contract) -> Finding | None:
         if summary.audited or contract.allow_empty or summary.read_error:
             return None
         if summary.records == 0:

@@ -21,7 +21,7 @@ import math
 import os
 import warnings
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 import pytest
 
@@ -110,6 +110,7 @@ class Collector:
             # The terminal counts collected items from collect reports ("collected N
             # items", the progress percentage): report these like any collector would.
             anchor = added[0].parent
+            assert anchor is not None  # DatasetChecks, under the ini file or the session
             config.hook.pytest_collectreport(
                 report=pytest.CollectReport(anchor.nodeid, "passed", None, list(added))
             )
@@ -128,7 +129,7 @@ class Collector:
         return None
 
 
-def mark_items(config: pytest.Config, items: list[pytest.Item]) -> None:
+def mark_items(config: pytest.Config, items: Sequence[pytest.Item]) -> None:
     """The `tokaudit` marker, and no reruns: the data does not change between attempts,
     so a rerun only repeats the verdict (and would count its records twice)."""
     rerun = config.pluginmanager.hasplugin("rerunfailures")

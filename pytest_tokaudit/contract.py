@@ -608,7 +608,7 @@ class Contract:
 
     def resolve_tokens(self) -> Contract:
         """Turn token specs (ids or names) into ids; names need a tokenizer."""
-        resolved = {}
+        resolved: dict[str, Any] = {}  # "<attr>_ids" -> a tuple of ids, for dataclasses.replace
         for attr in TOKEN_ATTRS:
             specs = getattr(self, attr)
             key = KEYS_BY_ATTR[attr].name

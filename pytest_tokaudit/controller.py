@@ -14,7 +14,7 @@ import fnmatch
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -158,7 +158,8 @@ class Controller:
             if name != PROPERTY:
                 kept.append((name, value))
             elif report.when == "call":  # teardown reports carry a copy
-                self.keep(report.nodeid, FileSummary.from_json(value))
+                # an `object` to pytest; what the audit item stored, FileSummary.to_json()
+                self.keep(report.nodeid, FileSummary.from_json(cast(str, value)))
         # The summary has been read; keep it out of junitxml's <properties>.
         report.user_properties[:] = kept
 
@@ -338,12 +339,12 @@ class Controller:
             out.setdefault(summary.path, []).append(summary)
         return out
 
-    def line_offsets(self, path: str, parts: list[FileSummary]) -> dict[int, int]:
+    def line_offsets(self, path: str, parts: list[FileSummary]) -> dict[int | None, int]:
         """Lines before each shard of `path`: added up when every shard from the first is
         in, counted in the file otherwise, so no line depends on another shard running."""
         from .collect import rows_before
 
-        parts = sorted((s for s in parts if s.shard is not None), key=lambda s: s.shard)
+        parts = sorted((s for s in parts if s.shard is not None), key=lambda s: s.shard or 0)
         if [s.shard for s in parts] == list(range(len(parts))):
             out, total = {}, 0
             for s in parts:
@@ -357,7 +358,7 @@ class Controller:
             return {s.shard: 0 for s in parts}
 
     def shard_offsets(self) -> dict[tuple[str, int | None], int]:
-        out = {}
+        out: dict[tuple[str, int | None], int] = {}
         for path, parts in self.by_path().items():
             for shard, offset in self.line_offsets(path, parts).items():
                 out[(path, shard)] = offset

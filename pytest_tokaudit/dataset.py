@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import pytest
 
@@ -232,7 +232,7 @@ from .duplicates import UniqueTextCheck  # noqa: E402 (it uses Outcome from here
 BUILTIN["tokaudit.unique_text"] = UniqueTextCheck
 
 
-def standalone_hook(plugins: list[str] = ()) -> Any:
+def standalone_hook(plugins: Sequence[str] = ()) -> Any:
     """The dataset hooks outside pytest (the merge command): the built-in checks and the
     given plugins, each a module name or a .py file such as a conftest.py."""
     import importlib
@@ -259,6 +259,8 @@ def standalone_hook(plugins: list[str] = ()) -> Any:
             if spec.endswith(".py"):
                 found = importlib.util.spec_from_file_location(
                     f"tokaudit_plugin_{len(pm.get_plugins())}", spec)
+                if found is None or found.loader is None:  # not for a .py path: a file loader
+                    raise ImportError(f"no loader for {spec}")
                 module = importlib.util.module_from_spec(found)
                 found.loader.exec_module(module)
             else:
@@ -271,7 +273,8 @@ def standalone_hook(plugins: list[str] = ()) -> Any:
 
 # -- shards -------------------------------------------------------------------------------
 
-def merge_parts(parts: list[FileSummary], offsets: dict[int, int] | None = None) -> FileSummary:
+def merge_parts(parts: list[FileSummary],
+                offsets: dict[int | None, int] | None = None) -> FileSummary:
     """Shards of one file made into a summary of the whole file (or of the shards given).
 
     `offsets` maps a shard to the lines before it; without it the shards must be

@@ -6,11 +6,21 @@ Implementations may take fewer arguments than the spec lists.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Sequence
+
 import pytest
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from .contract import Contract
+    from .dataset import Dataset
+    from .reader import AuditedRecord
+    from .summary import FileSummary
 
 
 @pytest.hookspec(firstresult=True)
-def pytest_tokaudit_contract(path, contract):
+def pytest_tokaudit_contract(path: Path, contract: Contract):
     """Adjust the contract for one file; return a new Contract, or None to keep it.
 
     ``data/local/conftest.py``::
@@ -22,11 +32,12 @@ def pytest_tokaudit_contract(path, contract):
 
 
 @pytest.hookspec
-def pytest_tokaudit_check_record(record, contract):
+def pytest_tokaudit_check_record(record: AuditedRecord, contract: Contract):
     """Check one well-formed audited record; return findings (None, a str, a Finding or a list).
 
-    ``record`` has ``line``, ``id``, ``count`` (billed), ``ids``, ``n_ids``, ``last_id``,
-    ``occurrences(token)``, ``count_each(tokens)`` and ``data`` (the whole JSON object).
+    ``record`` (an ``AuditedRecord``, read-only) has ``line``, ``id``, ``count`` (billed),
+    ``ids``, ``n_ids``, ``last_id``, ``occurrences(token)``, ``count_each(tokens)``,
+    ``finding(check, message)`` and ``data`` (the whole JSON object).
     Prefer ``n_ids``, ``last_id`` and the counts to ``ids``: they read the array's text,
     where ``ids`` builds a Python int per token. ``conftest.py``::
 
@@ -39,7 +50,8 @@ def pytest_tokaudit_check_record(record, contract):
 
 
 @pytest.hookspec
-def pytest_tokaudit_check_batch(records, contract, summary):
+def pytest_tokaudit_check_batch(records: Sequence[AuditedRecord], contract: Contract,
+                                summary: FileSummary):
     """Check a batch of well-formed records at once (for batched work such as a tokenizer).
 
     Return findings made with ``record.finding(check, message)`` so each names its line.
@@ -53,7 +65,7 @@ def pytest_tokaudit_check_batch(records, contract, summary):
 
 
 @pytest.hookspec
-def pytest_tokaudit_check_file(path, summary, contract):
+def pytest_tokaudit_check_file(path: Path, summary: FileSummary, contract: Contract):
     """Check a whole file once all its records are read; return file-level findings.
 
     ``summary`` is a FileSummary (``checked``, ``billed``, ``counted``, ``absdiff``,
@@ -66,7 +78,7 @@ def pytest_tokaudit_check_file(path, summary, contract):
 
 
 @pytest.hookspec
-def pytest_tokaudit_dataset_checks(contract):
+def pytest_tokaudit_dataset_checks(contract: Contract):
     """Names of the dataset-wide checks to run; return a list of names, or None.
 
     Each name is collected as an item, ``pytest.ini::tokaudit::NAME``, run after every file
@@ -76,7 +88,7 @@ def pytest_tokaudit_dataset_checks(contract):
 
 
 @pytest.hookspec(firstresult=True)
-def pytest_tokaudit_check_dataset(name, dataset, contract):
+def pytest_tokaudit_check_dataset(name: str, dataset: Dataset, contract: Contract):
     """Judge dataset check ``name``: return an ``Outcome``, or None if the name is not yours.
 
     ``dataset`` has ``files`` (one FileSummary per file, shards merged), ``ids`` (the record

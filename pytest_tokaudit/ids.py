@@ -36,7 +36,7 @@ from bisect import bisect_left, bisect_right
 from itertools import compress, islice, repeat
 from operator import and_, eq, is_not, itemgetter, lt, methodcaller, sub
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, cast
 
 import orjson
 
@@ -221,6 +221,13 @@ class _Table:
             j += 1
         return None
 
+    def held(self, key: float, check: int) -> int:
+        """The place of (key, check), which the table holds (the first place of a repeat)."""
+        place = self.find(key, check)
+        if place is None:
+            raise KeyError((key, check))
+        return place
+
     def merge(self, ks: array, cs: array | None, ps: array) -> list[int]:
         """Fold in a sorted run of keys distinct among themselves; the indices already held."""
         hits: list[int] = []
@@ -238,17 +245,17 @@ class _Table:
     def _merge_part(self, p: int, sk: array, sc: array | None, sp: array, base: int,
                     hits: list[int]) -> None:
         K, P = self.keys[p], self.places[p]
-        C = self.checks[p] if self.checks is not None else None
+        checks = self.checks  # None for the exact table, which is given no checks (sc) either
         s, n = len(sk), len(K)
         if not n or sk[0] > K[-1]:  # past the end: the common case for ids that count up
             K.extend(sk)
             P.extend(sp)
-            if C is not None:
-                C.extend(sc)
+            if checks is not None and sc is not None:
+                checks[p].extend(sc)
         elif sk[-1] < K[0]:
             self.keys[p], self.places[p] = sk + K, sp + P
-            if C is not None:
-                self.checks[p] = sc + C
+            if checks is not None and sc is not None:
+                checks[p] = sc + checks[p]
         elif s * 2 >= n:  # measured: below this, finding each key is cheaper
             self._sort_merge(p, sk, sc, sp, base, hits)
             return
@@ -263,7 +270,8 @@ class _Table:
         K, n = self.keys[p], len(self.keys[p])
         allk = K + sk
         allp = self.places[p] + sp
-        allc = self.checks[p] + sc if self.checks is not None else None
+        checks = self.checks  # None for the exact table, which is given no checks (sc) either
+        allc = checks[p] + sc if checks is not None and sc is not None else None
         order = sorted(range(len(allk)), key=allk.__getitem__)  # stable: old keys first
         mk = array("d", _take(allk, order))
         same = list(compress(range(1, len(mk)), map(eq, islice(mk, 1, None), mk)))
@@ -283,21 +291,22 @@ class _Table:
             mk = array("d", compress(mk, keep))
         self.keys[p] = mk
         self.places[p] = array("Q", _take(allp, order))
-        if allc is not None:
-            self.checks[p] = array("I", _take(allc, order))
+        if checks is not None and allc is not None:
+            checks[p] = array("I", _take(allc, order))
         self.size += len(mk) - n
 
     def _insert(self, p: int, sk: array, sc: array | None, sp: array, base: int,
                 hits: list[int]) -> None:
         """Few new keys for a big partition: find each, then copy the partition once."""
         K, P = self.keys[p], self.places[p]
-        C = self.checks[p] if self.checks is not None else None
-        nk, np_, nc = array("d"), array("Q"), array("I") if C is not None else None
+        checks = self.checks  # None for the exact table, which is given no checks (sc) either
+        C = checks[p] if checks is not None else array("I")
+        nk, np_, nc = array("d"), array("Q"), array("I")
         prev, n = 0, len(K)
         for i, (x, j) in enumerate(zip(sk, map(bisect_left, repeat(K), sk))):
             q, held = j, False
             while q < n and K[q] == x:
-                if C is None or C[q] == sc[i]:
+                if sc is None or C[q] == sc[i]:
                     held = True
                     break
                 q += 1
@@ -308,7 +317,7 @@ class _Table:
             nk.append(x)
             np_ += P[prev:j]
             np_.append(sp[i])
-            if C is not None:
+            if sc is not None:
                 nc += C[prev:j]
                 nc.append(sc[i])
             prev = j
@@ -316,15 +325,15 @@ class _Table:
         np_ += P[prev:]
         self.size += len(nk) - len(K)
         self.keys[p], self.places[p] = nk, np_
-        if C is not None:
+        if checks is not None:
             nc += C[prev:]
-            self.checks[p] = nc
+            checks[p] = nc
 
     def _split(self, p: int) -> None:
         K = self.keys[p]
         if len(K) <= 2 * PART:
             return
-        cuts = []
+        cuts: list[int] = []
         for cut in range(PART, len(K) - PART // 2, PART):
             while cut < len(K) and K[cut] == K[cut - 1]:  # keep equal keys together
                 cut += 1
@@ -469,7 +478,7 @@ class IdIndex:
                                          map(lt, widths, repeat(1 << _WIDTH_BITS))))
         table, names = self._prefixes, self._prefix_names
         if len(names) <= MAX_PREFIXES:
-            for prefix in dict.fromkeys(prefixes if fits else compress(prefixes, fit)):
+            for prefix in dict.fromkeys(prefixes if fit is None else compress(prefixes, fit)):
                 if prefix not in table and len(names) <= MAX_PREFIXES:
                     table[prefix] = len(names)
                     names.append(prefix)
@@ -492,7 +501,8 @@ class IdIndex:
                 return [], array("d"), list(range(n))
         x = int.from_bytes(array("Q", numbers).tobytes(), _ORDER)
         x |= int.from_bytes(array("Q", widths).tobytes(), _ORDER) << _NUM_BITS
-        x |= int.from_bytes(array("Q", codes).tobytes(), _ORDER) << (_NUM_BITS + _WIDTH_BITS)
+        code_ints = cast("list[int]", codes)  # no None left: the positions in `at` have one
+        x |= int.from_bytes(array("Q", code_ints).tobytes(), _ORDER) << (_NUM_BITS + _WIDTH_BITS)
         keys = _lanes(array("Q", x.to_bytes(8 * len(at), _ORDER)), plus=_CODE_BASE)
         if len(at) == n:
             return at, keys, []
@@ -637,12 +647,12 @@ class IdIndex:
         for key, place in zip(*self._dup_exact):
             by_key.setdefault(key, []).append(place)
         for key, extra in by_key.items():
-            groups.append((self._name(key), [self._exact.find(key, 0), *extra]))
+            groups.append((self._name(key), [self._exact.held(key, 0), *extra]))
         by_pair: dict[tuple[float, int], list[tuple[int, Any]]] = {}
         keys, checks, places = self._dup_hashed
         for key, check, place, value in zip(keys, checks, places, self._dup_values):
             by_pair.setdefault((key, check), []).append((place, value))
-        firsts = {pair: self._hashed.find(*pair) for pair in by_pair}
+        firsts = {pair: self._hashed.held(*pair) for pair in by_pair}
         unknown: dict[int, list[int]] = {}  # source -> first places whose value is on disk
         for first in firsts.values():
             if first not in self._first_value:
@@ -653,10 +663,10 @@ class IdIndex:
             for first in unknown[source]:
                 known[first] = _value(section[first & 0xFFFFFFFF])
         told_apart = 0
-        for pair, extra in by_pair.items():  # values decide: equal keys and checks are not enough
+        for pair, others in by_pair.items():  # values decide: equal keys and checks are not enough
             first = firsts[pair]
             split: dict[tuple[int, str], tuple[Any, list[int]]] = {}
-            for place, value in ((first, known[first]), *extra):
+            for place, value in ((first, known[first]), *others):
                 split.setdefault(_ident(value), (value, []))[1].append(place)
             told_apart += len(split) - 1
             groups += [g for g in split.values() if len(g[1]) > 1]

@@ -14,7 +14,7 @@ import stat
 import tempfile
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn, TypeGuard
 
 import orjson
 import pytest
@@ -235,7 +235,8 @@ def validate(data: Any, name: str) -> Report:
             v.count(f"totals.{key}", value)
     if "dataset" in data and not isinstance(data["dataset"], list):
         v.fail("dataset", "a list", data["dataset"])
-    files, metrics, where = [], {}, {}
+    files, metrics = [], {}
+    where: dict[str, str] = {}  # path -> the entry that has it
     for i, entry in enumerate(data["files"]):
         summary, figures = _file(v, f"files[{i}]", entry)
         if summary.path in where:
@@ -334,7 +335,7 @@ def _finding(v: _Checker, at: str, finding: Any) -> None:
         v.fail(f"{at}.allowable", "true or false", finding["allowable"])
 
 
-def _is_int(value: Any) -> bool:
+def _is_int(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
@@ -344,7 +345,7 @@ class _Checker:
     def __init__(self, name: str):
         self.name = name
 
-    def fail(self, at: str, what: str, value: Any) -> None:
+    def fail(self, at: str, what: str, value: Any) -> NoReturn:
         got = repr(value)
         got = got if len(got) <= 60 else got[:57] + "..."
         raise ReportError(f"{self.name}: {at} must be {what}, got {got}")

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Final, Iterator
 
 from .contract import MISSING, Contract
 from .findings import Finding
@@ -73,9 +73,15 @@ class ArrowRecord:
 
     __slots__ = ("line", "id", "count", "n_ids", "last_id", "_hits", "_ids_col", "_row",
                  "_batch", "_ids")
+    # Read-only to a type checker; plain slots at run time, as reader.Record's.
+    line: Final[int]
+    id: Final[str | int | None]
+    count: Final[int]
+    n_ids: Final[int]
+    last_id: Final[int | None]
 
     def __init__(self, line: int, record_id: Any, count: int, n_ids: int, last_id: int | None,
-                 hits: dict[int, Counter], ids_col: Any, batch: Any, row: int) -> None:
+                 hits: dict[int, Counter[int]], ids_col: Any, batch: Any, row: int) -> None:
         self.line, self.id, self.count, self.n_ids, self.last_id = line, record_id, count, n_ids, last_id
         # token -> Counter(row -> occurrences), for the contract's tokens, shared by the batch
         self._hits, self._ids_col, self._batch, self._row = hits, ids_col, batch, row
@@ -88,7 +94,7 @@ class ArrowRecord:
         return self._ids
 
     @property
-    def data(self) -> dict:
+    def data(self) -> dict[str, Any]:
         """The whole row (the columns the contract reads), as Python values."""
         return self._batch.slice(self._row, 1).to_pylist()[0]
 
@@ -160,8 +166,14 @@ def _schema_problem(schema: Any, contract: Contract) -> str | None:
     return None
 
 
+def _count_path(contract: Contract) -> tuple[str, ...]:
+    """The count field; a sum never gets this far (_schema_problem refuses it)."""
+    assert isinstance(contract.count_field, tuple)
+    return contract.count_field
+
+
 def _top_columns(contract: Contract) -> list[str]:
-    fields = [contract.id_field, contract.count_field, contract.ids_field, contract.where]
+    fields = [contract.id_field, _count_path(contract), contract.ids_field, contract.where]
     return list(dict.fromkeys(f[0] for f in fields if f))
 
 
@@ -208,6 +220,7 @@ def audit_parquet(path: Path, contract: Contract, hook: Any, summary: FileSummar
                         summary.billed_unusable += item.count
                         summary.unusable_billed += 1
                     record_id, at = item.record_id, item.findings[0].line
+                    assert at is not None  # _rows_of gives each finding its row
                 else:
                     records.append(item)
                     record_id, at = item.id, item.line
@@ -261,11 +274,11 @@ def _rows_of(batch: Any, before: int, contract: Contract,
     hits = {t: Counter(pc.take(parents, pc.indices_nonzero(pc.equal(flat, t))).to_pylist())
             for t in tokens}
     id_vals = _values(batch, contract.id_field) if contract.id_field else [None] * n
-    count_vals = _values(batch, contract.count_field)
+    count_vals = _values(batch, _count_path(contract))
     flags = _values(batch, contract.where) if contract.where else None
     n_ids = filled.to_pylist()
     id_name = ".".join(contract.id_field)
-    count_name = ".".join(contract.count_field)
+    count_name = ".".join(_count_path(contract))
     ids_name = ".".join(contract.ids_field)
     for row in range(n):
         line = before + row + 1
@@ -282,7 +295,9 @@ def _rows_of(batch: Any, before: int, contract: Contract,
             problems.append(_count_problem(count, count_name))
             count = None
         if row in bad_rows:
-            problems.append(check_ids(ids_col[row].as_py(), ids_name))
+            why = check_ids(ids_col[row].as_py(), ids_name)
+            assert why is not None  # a null list or element, or a negative id: never valid
+            problems.append(why)
         if problems:
             yield Rejected([Finding("schema", p, line, rid) for p in problems], rid, count)
             continue

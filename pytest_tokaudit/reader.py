@@ -12,6 +12,7 @@ lines are counted with bytes.count, not a Python step per line.
 
 from __future__ import annotations
 
+import enum
 import functools
 import gzip
 import json
@@ -20,7 +21,7 @@ import re
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO, Iterator
+from typing import Any, BinaryIO, Callable, Final, Iterator, Protocol, cast, final
 
 import orjson
 
@@ -133,7 +134,7 @@ def _gzip_chunks(gz: gzip.GzipFile, size: int) -> Iterator[bytes]:
         yield b"".join(out)
 
 
-def _chunks(path: Path, start: int = 0, size: int = BUFFER) -> Iterator[bytes]:
+def _chunks(path: Path, start: int = 0, size: int = BUFFER) -> Iterator[bytes | bytearray]:
     """The file's (decompressed) bytes in chunks of about `size`; from `start` - 1 if given.
 
     Raises ReadError for a file that cannot be opened or read, LfsPointer for a git-lfs
@@ -167,7 +168,9 @@ def _chunks(path: Path, start: int = 0, size: int = BUFFER) -> Iterator[bytes]:
             raise ReadError(f"corrupt or unreadable file: {exc}") from None
 
 
-_WS_RUN = re.compile(rb"[ \t\r\n]*").match
+# `*`: it always matches (maybe nothing), so the match is never None.
+_WS_RUN = cast("Callable[[bytes | bytearray, int], re.Match[bytes]]",
+               re.compile(rb"[ \t\r\n]*").match)
 
 
 class Lines:
@@ -208,7 +211,7 @@ class Lines:
         # bytes kept in `parts` from its first other byte on (`started`); `over` once it
         # is past max_line (nothing more is kept).
         lead = held = 0
-        parts: list[bytes] = []
+        parts: list[bytes | bytearray | memoryview] = []
         started = over = False
         for chunk in chunks:
             n = len(chunk)
@@ -275,7 +278,9 @@ class Lines:
             self.lines, self.blank = line, self.blank + 1
 
 
-def _chain(first: bytes, rest: Iterator[bytes]) -> Iterator[bytes]:
+def _chain(
+    first: bytes | bytearray, rest: Iterator[bytes | bytearray]
+) -> Iterator[bytes | bytearray]:
     yield first
     yield from rest
 
@@ -335,6 +340,52 @@ def get_path(obj: Any, path: tuple[str, ...]) -> Any:
 _INDEX = re.compile(r"0|[1-9][0-9]{0,17}").fullmatch  # a list index as JSON paths write it
 
 
+class AuditedRecord(Protocol):
+    """A well-formed record as the check hooks see it (read-only): the JSONL reader's
+    Record and the Parquet reader's ArrowRecord both are one.
+
+    Prefer `n_ids`, `last_id`, `occurrences` and `count_each` to `ids` and `data`, which
+    build Python objects for the whole record.
+    """
+
+    @property
+    def line(self) -> int:
+        """Its line (JSONL) or row (Parquet), from 1; within its shard for a shard."""
+
+    @property
+    def id(self) -> str | int | None:
+        """Its id; None when the contract has no id field."""
+
+    @property
+    def count(self) -> int:
+        """The billed token count."""
+
+    @property
+    def n_ids(self) -> int:
+        """How many token ids it holds."""
+
+    @property
+    def last_id(self) -> int | None:
+        """Its last token id; None if it has none."""
+
+    @property
+    def ids(self) -> list[int]:
+        """Its token ids."""
+
+    @property
+    def data(self) -> dict[str, Any]:
+        """The whole JSON object (JSONL); the columns the contract reads (Parquet)."""
+
+    def occurrences(self, token: int) -> int:
+        """How often `token` occurs in its ids."""
+
+    def count_each(self, tokens: tuple[int, ...]) -> list[int]:
+        """How often each of `tokens` occurs in its ids."""
+
+    def finding(self, check: str, message: str, allowable: bool = False) -> Finding:
+        """A Finding that names this record's line and id."""
+
+
 class Record:
     """One audited record: its line, parsed object, id, billed count and token ids.
 
@@ -344,9 +395,15 @@ class Record:
     """
 
     __slots__ = ("line", "_data", "id", "count", "_ids", "_csv", "n_ids", "_key")
+    # Read-only to a type checker. At run time they stay plain slots: a property would
+    # cost every read, and the checks read them for every record.
+    line: Final[int]
+    id: Final[str | int | None]
+    count: Final[int]
+    n_ids: Final[int]
 
-    def __init__(self, line: int, data: dict, record_id: Any, count: int,
-                 ids: list[int] | None, csv: bytes | None = None, n_ids: int = 0,
+    def __init__(self, line: int, data: dict[str, Any], record_id: Any, count: int,
+                 ids: list[int] | None, csv: bytes | bytearray = b"", n_ids: int = 0,
                  key: str = ""):
         self.line = line
         self._data = data
@@ -364,7 +421,7 @@ class Record:
         return self._ids
 
     @property
-    def data(self) -> dict:
+    def data(self) -> dict[str, Any]:
         if self._key and self._data.get(self._key) == _SENTINEL:
             self._data[self._key] = self.ids
         return self._data
@@ -427,11 +484,12 @@ class TextRecord(Record):
         super().__init__(*args, **kw)
         self.texts = texts
         self.rebuilt: list[int] | None = None
-        self.from_text = self._ids is None and self._csv is None  # no ids field
+        self.from_text = self._ids is None and not self._csv  # no ids field
 
     def set_ids(self, ids: list[int]) -> None:
+        """The ids rebuilt from the text, set once before any check sees the record."""
         self._ids = ids
-        self.n_ids = len(ids)
+        self.n_ids = len(ids)  # type: ignore[misc]  # Final to the checks, not to the reader
 
 
 @functools.lru_cache(maxsize=256)
@@ -439,7 +497,7 @@ def _scan_plan(tokens: tuple[int, ...]) -> tuple[bytes | None, tuple[bytes, ...]
     """(prefix all of ",token," share, those patterns); prefix None if it is too short
     to be rare in an array of ids (a comma and three digits)."""
     patterns = tuple(b",%d," % t for t in tokens)
-    prefix = os.path.commonprefix(patterns)
+    prefix = os.path.commonprefix(patterns) or b""  # "" (a str) for no tokens
     return (prefix if len(prefix) >= 4 or len(tokens) == 1 else None), patterns
 
 
@@ -561,10 +619,17 @@ def _fast_ids(raw: bytes, key: bytes) -> tuple[bytes, int, bytearray] | None:
     return raw[:i] + _SENTINEL_JSON + raw[end + 1 :], count, csv
 
 
-SKIPPED = object()
+class _Skipped(enum.Enum):
+    """SKIPPED's type: an enum member, so a type checker tells it from a Record."""
+
+    SKIPPED = "skipped"
+
+
+SKIPPED: Final = _Skipped.SKIPPED
 """parse_line's answer for a record the `tokaudit_where` filter leaves out."""
 
 
+@final  # so that `type(parsed) is Rejected` tells Rejected and Record apart, to mypy too
 @dataclass(frozen=True, slots=True)
 class Rejected:
     """parse_line's answer for a record that cannot be checked: why, and what of it could
@@ -582,6 +647,7 @@ I64_MIN = -(2**63)
 PREVIEW = 80  # characters of a value shown in a finding
 
 
+@final  # so that `type(value) is _BigInt` tells int and _BigInt apart, to mypy too
 class _BigInt:
     """An integer literal too long for int() (Python caps it at 4,300 digits)."""
 
@@ -622,10 +688,13 @@ def _cut(text: str, total: int, unit: str) -> str:
 
 def _number(value: int | _BigInt) -> str:
     """An integer's digits as in the line, cut to a preview."""
-    try:
-        text = value.text if type(value) is _BigInt else str(value)
-    except ValueError:  # over sys.get_int_max_str_digits()
-        return f"<an integer of {value.bit_length():,} bits>"
+    if type(value) is _BigInt:
+        text = value.text
+    else:
+        try:
+            text = str(value)
+        except ValueError:  # over sys.get_int_max_str_digits()
+            return f"<an integer of {value.bit_length():,} bits>"
     return _cut(text, len(text.lstrip("-")), "digits")
 
 
@@ -771,7 +840,7 @@ def _fast_key(ids_field: tuple[str, ...], *other_fields: tuple[str, ...]) -> byt
 
 def parse_line(
     raw: bytes, line: int, contract: Contract, fast: bool = True
-) -> Record | Rejected | Any:
+) -> Record | Rejected | _Skipped:
     """One non-blank line -> Record, SKIPPED, or Rejected (the findings that make it
     unusable, with the id and billed count if they could be read)."""
     key = fast and _fast_key(contract.ids_field, contract.where, contract.id_field, *_read_paths(contract))
@@ -836,8 +905,10 @@ def _read_paths(contract: Contract) -> tuple[tuple[str, ...], ...]:
 def _template_texts(obj: dict, contract: Contract, problems: list[str]) -> tuple[str, ...] | None:
     """The text of each placeholder of the template (optional missing or null: ''); a
     problem for a required one that is missing or null, and for a value that is not text."""
+    template = contract.text_template
+    assert template is not None
     texts = []
-    for ph in contract.text_template.placeholders:
+    for ph in template.placeholders:
         value = get_path(obj, ph.path)
         if type(value) is str:
             texts.append(value)
@@ -851,7 +922,7 @@ def _template_texts(obj: dict, contract: Contract, problems: list[str]) -> tuple
             texts.append("")
         else:
             problems.append(f"text_template: {ph.name} must be a string, found {_found(value)}")
-    return None if len(texts) != len(contract.text_template.placeholders) else tuple(texts)
+    return None if len(texts) != len(template.placeholders) else tuple(texts)
 
 
 def _big_floats(obj: dict, contract: Contract) -> bool:
@@ -878,12 +949,13 @@ def _schema(obj: dict, contract: Contract, with_ids: bool) -> tuple[list[str], A
         if kind is not str and not (kind is int and I64_MIN <= record_id <= U64_MAX):
             problems.append(_id_problem(record_id, ".".join(contract.id_field)))
             record_id = None
-    if type(contract.count_field) is CountSum:
-        count = _count_sum(obj, contract.count_field, problems)
+    count_field = contract.count_field
+    if isinstance(count_field, CountSum):
+        count = _count_sum(obj, count_field, problems)
     else:
-        count = get_path(obj, contract.count_field)
+        count = get_path(obj, count_field)
         if not (type(count) is int and 0 <= count <= U64_MAX):
-            problems.append(_count_problem(count, ".".join(contract.count_field)))
+            problems.append(_count_problem(count, ".".join(count_field)))
             count = None
     ids = None
     if with_ids:

@@ -66,7 +66,7 @@ def failure_text(summary: FileSummary, contract: Contract, offset: int = 0) -> s
     lines = [verdict(summary, contract)]
     note = " (allowed outlier)" if outliers_allowed(summary, contract) else ""
     shown = [(f, "") for f in summary.shown] + [(f, note) for f in summary.shown_allowable]
-    shown.sort(key=lambda pair: pair[0].line)
+    shown.sort(key=lambda pair: pair[0].line or 0)  # shown findings all have a line
     lines += [finding_line(summary.path, f, contract, offset, n) for f, n in shown]
     more = summary.failing + summary.allowable - len(shown)
     if more > 0:

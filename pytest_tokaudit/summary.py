@@ -41,8 +41,8 @@ class FileSummary:
     counted: int = 0
     absdiff: int = 0
     max_absdiff: int = 0
-    # [absdiff, line, record id, billed, counted], worst first
-    worst: list[list[Any]] = field(default_factory=list)
+    # (absdiff, -line, record id, billed, counted): a min-heap of the worst (worst_records)
+    worst: list[tuple[Any, ...]] = field(default_factory=list)
     findings: int = 0
     allowable: int = 0
     bad_records: int = 0  # records with a finding no allowance forgives
