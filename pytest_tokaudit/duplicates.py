@@ -54,8 +54,8 @@ class UniqueTextCheck:
                 total += 1
         dup = []
         for places in groups.values():
-            ids = {rid for _, _, rid, _ in places}
-            if len(places) > 1 and (len(ids) > 1 or None in ids):
+            distinct = {rid for _, _, rid, _ in places}
+            if len(places) > 1 and (len(distinct) > 1 or None in distinct):
                 dup.append(places)
         if not dup:
             return Outcome.passed(f"{total:,} completions, none stored under two ids")

@@ -78,7 +78,7 @@ def parse_count_formula(text: str) -> Path | CountSum:
 
 def count_paths(count_field: Path | CountSum) -> tuple[Path, ...]:
     """Every field path a count formula reads."""
-    return count_field.paths if type(count_field) is CountSum else (count_field,)
+    return count_field.paths if isinstance(count_field, CountSum) else (count_field,)
 
 
 @dataclass(frozen=True, slots=True)

@@ -427,9 +427,10 @@ class TextRecord(Record):
         super().__init__(*args, **kw)
         self.texts = texts
         self.rebuilt: list[int] | None = None
-        self.from_text = self._ids is None and self._csv is None  # no ids field
+        self.from_text = self._ids is None and not self._csv  # no ids field
 
     def set_ids(self, ids: list[int]) -> None:
+        """The ids rebuilt from the text, set once before any check sees the record."""
         self._ids = ids
         self.n_ids = len(ids)
 
@@ -836,8 +837,10 @@ def _read_paths(contract: Contract) -> tuple[tuple[str, ...], ...]:
 def _template_texts(obj: dict, contract: Contract, problems: list[str]) -> tuple[str, ...] | None:
     """The text of each placeholder of the template (optional missing or null: ''); a
     problem for a required one that is missing or null, and for a value that is not text."""
+    template = contract.text_template
+    assert template is not None
     texts = []
-    for ph in contract.text_template.placeholders:
+    for ph in template.placeholders:
         value = get_path(obj, ph.path)
         if type(value) is str:
             texts.append(value)
@@ -851,7 +854,7 @@ def _template_texts(obj: dict, contract: Contract, problems: list[str]) -> tuple
             texts.append("")
         else:
             problems.append(f"text_template: {ph.name} must be a string, found {_found(value)}")
-    return None if len(texts) != len(contract.text_template.placeholders) else tuple(texts)
+    return None if len(texts) != len(template.placeholders) else tuple(texts)
 
 
 def _big_floats(obj: dict, contract: Contract) -> bool:
@@ -878,12 +881,13 @@ def _schema(obj: dict, contract: Contract, with_ids: bool) -> tuple[list[str], A
         if kind is not str and not (kind is int and I64_MIN <= record_id <= U64_MAX):
             problems.append(_id_problem(record_id, ".".join(contract.id_field)))
             record_id = None
-    if type(contract.count_field) is CountSum:
-        count = _count_sum(obj, contract.count_field, problems)
+    count_field = contract.count_field
+    if isinstance(count_field, CountSum):
+        count = _count_sum(obj, count_field, problems)
     else:
-        count = get_path(obj, contract.count_field)
+        count = get_path(obj, count_field)
         if not (type(count) is int and 0 <= count <= U64_MAX):
-            problems.append(_count_problem(count, ".".join(contract.count_field)))
+            problems.append(_count_problem(count, ".".join(count_field)))
             count = None
     ids = None
     if with_ids:

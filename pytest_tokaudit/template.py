@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
 import pytest
 
@@ -143,7 +143,7 @@ def _encode_runs(tok: Any, texts: list[str]) -> list[list[int]]:
     return [e.ids for e in backend.encode_batch(texts, add_special_tokens=False)]
 
 
-def rebuild(batch: list[Any], contract: Any) -> list[Finding]:
+def rebuild(batch: Sequence[Any], contract: Any) -> list[Finding]:
     """Rebuild the ids of every TextRecord of `batch`; findings for special-token strings
     found in field text."""
     records = [r for r in batch if type(r) is TextRecord]
@@ -165,9 +165,9 @@ def rebuild(batch: list[Any], contract: Any) -> list[Finding]:
                         "special_in_text",
                         f"{ph.name} holds the special token string {m.group(0)!r} at character "
                         f"{m.start()}: text never becomes a special token (encoded as plain text)"))
-        mine = []
+        mine: list[Any] = []
         for run in plan.runs:
-            text = "".join(p if type(p) is str else texts[p] for p in run)
+            text = "".join(p if isinstance(p, str) else texts[p] for p in run)
             if not text:
                 mine.append(())
             elif plan.added is not None and plan.added.search(text):
