@@ -432,7 +432,7 @@ class TextRecord(Record):
     def set_ids(self, ids: list[int]) -> None:
         """The ids rebuilt from the text, set once before any check sees the record."""
         self._ids = ids
-        self.n_ids = len(ids)
+        self.n_ids = len(ids)  # type: ignore[misc]  # Final to the checks, not to the reader
 
 
 @functools.lru_cache(maxsize=256)
