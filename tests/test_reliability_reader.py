@@ -183,8 +183,13 @@ def test_fast_path_agrees_with_plain_path_and_orjson_on_hostile_keys(raw, which)
     fast = both(raw, contract)
     try:
         whole = orjson.loads(raw)
-    except orjson.JSONDecodeError:
+    except orjson.JSONDecodeError as exc:
         whole = None
+        if exc.msg.startswith("number is infinity"):  # 1e400: valid JSON orjson rejects,
+            try:  # which the reader reads with the stdlib (section 4), the last key winning too
+                whole = json.loads(raw)
+            except ValueError:
+                pass
     if type(fast) is Record:
         # orjson's reading of the whole object: the last duplicate key wins.
         assert type(whole) is dict
