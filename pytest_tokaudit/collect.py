@@ -202,6 +202,7 @@ class DataFile(pytest.File):
         base = self.config.stash[CONTRACT]
         try:
             contract = self.ihook.pytest_tokaudit_contract(path=self.path, contract=base) or base
+            contract.check_file_level(base)
         except ValueError as exc:  # ContractError, TokenizerError: a message, not a traceback
             raise self.CollectError(f"pytest_tokaudit_contract: {exc}") from None
         from .parquet import is_parquet
