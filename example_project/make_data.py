@@ -26,7 +26,7 @@ THINK, END_THINK, IM_END = tok.convert_tokens_to_ids(["<think>", "</think>", "<|
 rng = random.Random(2026)
 
 
-def texts():
+def texts(rng=rng):
     """(reasoning, answer) pairs from stdlib modules with docstrings and sources."""
     import importlib
 
@@ -136,6 +136,47 @@ def main() -> None:
     manifest = bought + list(range(bought[-1] + 1, bought[-1] + 6))
     (HERE / "manifest.txt").write_text("\n".join(map(str, manifest)) + "\n")
     print(f"manifest.txt: {len(manifest)} ids")
+    raw_responses()
+
+
+def raw_responses() -> None:
+    """data/raw/: responses as OpenRouter returns them (text and usage, no token ids),
+    audited through the template in data/raw/conftest.py. Its own random stream, so it can be
+    regenerated alone: python -c 'import make_data; make_data.raw_responses()'."""
+    own = random.Random(10)
+    pairs = list(texts(own))
+    own.shuffle(pairs)
+    rows = []
+    for k, (reasoning, answer) in enumerate(pairs[:30]):
+        reasoning, answer = reasoning[:600], answer[:500]
+        text = f"{reasoning}</think>{answer}<|im_end|>"
+        n = len(tok.encode(text, add_special_tokens=False))
+        think = len(tok.encode(reasoning, add_special_tokens=False))
+        rows.append({
+            "id": f"gen-{1765000000 + k}-raw", "provider": "DeepInfra", "model": "qwen/qwen3-32b",
+            "object": "chat.completion",
+            "choices": [{"index": 0, "finish_reason": "stop",
+                         "message": {"role": "assistant", "content": answer, "reasoning": reasoning}}],
+            "usage": {"prompt_tokens": own.randint(40, 900), "completion_tokens": n,
+                      "completion_tokens_details": {"reasoning_tokens": think}},
+        })
+    # line 6: cut at max_tokens: the provider bills what was sent, which has no <|im_end|>
+    cut = rows[5]["choices"][0]
+    cut["finish_reason"] = "length"
+    cut["message"]["content"] = cut["message"]["content"][:120]
+    text = cut["message"]["reasoning"] + "</think>" + cut["message"]["content"]
+    rows[5]["usage"]["completion_tokens"] = len(tok.encode(text, add_special_tokens=False))
+    # line 12: the model wrote a special token's text into its answer
+    msg = rows[11]["choices"][0]["message"]
+    msg["content"] = "Stop generating with <|im_end|> when done. " + msg["content"]
+    rows[11]["usage"]["completion_tokens"] += 12
+    # line 18: billed twice over
+    rows[17]["usage"]["completion_tokens"] *= 2
+    # line 24: an error the provider returned, stored as if it were a response
+    rows[23] = {"id": rows[23]["id"], "provider": "DeepInfra",
+                "error": {"code": 502, "message": "upstream timeout"}}
+    (DATA / "raw").mkdir(exist_ok=True)
+    write("raw/openrouter_responses.jsonl", rows)
 
 
 if __name__ == "__main__":

@@ -94,6 +94,10 @@ def _check_batch(
     batch: Sequence[AuditedRecord], found: list[Finding], contract: Contract, hook: Any,
     summary: FileSummary,
 ) -> None:
+    if contract.text_template is not None and batch:  # ids rebuilt from text, before any check
+        from .template import rebuild
+
+        found.extend(rebuild(batch, contract))
     for record in batch:
         summary.add_counts(record.line, record.id, record.count, record.n_ids)
         for result in hook.pytest_tokaudit_check_record(record=record, contract=contract):

@@ -35,11 +35,15 @@ class CountCheck:
         if abs(diff) <= contract.count_tolerance(billed):
             return None
         pct = f", {diff / billed:+.1%}" if billed else ""
+        limit = contract.count_outlier_max
+        beyond = limit is not None and abs(diff) > (limit.value * billed if limit.relative else limit.value)
         return Finding(
             "count",
             f"billed {billed}, counted {counted} ({diff:+d}{pct}) "
-            f"> max({contract.count_abs}, {contract.count_rel:.2%})".replace(".00%", "%"),
-            allowable=True,
+            f"> max({contract.count_abs}, {contract.count_rel:.2%})".replace(".00%", "%")
+            + (f", beyond tokaudit_count_outlier_max = {limit}: never an allowed outlier"
+               if beyond else ""),
+            allowable=not beyond,
         )
 
     @pytest.hookimpl
@@ -127,9 +131,15 @@ class EmptyCheck:
         )
 
 
+from .groups import GroupCheck  # noqa: E402
+from .template import FinishReasonCheck, IdsMatchTextCheck  # noqa: E402 (raw responses)
+
 BUILTIN = {
     "tokaudit.count": CountCheck,
     "tokaudit.structure": StructureCheck,
     "tokaudit.roundtrip": RoundTripCheck,
     "tokaudit.empty": EmptyCheck,
+    "tokaudit.ids_match_text": IdsMatchTextCheck,
+    "tokaudit.finish_reason": FinishReasonCheck,
+    "tokaudit.group_by": GroupCheck,
 }

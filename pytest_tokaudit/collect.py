@@ -216,6 +216,7 @@ class FileItems(pytest.Collector):
         base = self.config.stash[CONTRACT]
         try:
             contract = self.ihook.pytest_tokaudit_contract(path=self.source, contract=base) or base
+            contract.check_file_level(base)
         except ValueError as exc:  # ContractError, TokenizerError: a message, not a traceback
             raise self.CollectError(f"pytest_tokaudit_contract: {exc}") from None
         from .parquet import is_parquet

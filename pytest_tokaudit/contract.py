@@ -19,6 +19,8 @@ from typing import Any, Callable
 
 import pytest
 
+from .fields import CountSum, FieldError, Template, parse_count_formula, parse_template
+
 MISSING = object()
 
 # Bounds: counts travel as JSON through orjson (64-bit integers at most), and a bad-record
@@ -230,6 +232,55 @@ def parse_required_field(value: Any) -> tuple[str, ...]:
     return parts
 
 
+def parse_count_field(value: Any) -> tuple[str, ...] | CountSum:
+    """A field, or a sum of fields: 'usage.completion_tokens + usage.x.reasoning_tokens?'."""
+    if isinstance(value, CountSum):
+        return value
+    if isinstance(value, str) and ("+" in value or "?" in value):
+        try:
+            return parse_count_formula(value)
+        except FieldError as exc:
+            raise ContractError(str(exc)) from None
+    return parse_required_field(value)
+
+
+def parse_optional_template(value: Any) -> Template | None:
+    """'{choices.0.message.reasoning?}</think>{choices.0.message.content}<|im_end|>'."""
+    if value is None or isinstance(value, Template):
+        return value
+    if not isinstance(value, str):
+        raise ContractError(f"expected a text template like {{choices.0.message.content}}<|im_end|>, "
+                            f"got {value!r}")
+    if not value.strip():
+        return None
+    try:
+        return parse_template(value.strip())
+    except FieldError as exc:
+        raise ContractError(str(exc)) from None
+
+
+def parse_optional_limit(value: Any) -> Allowance | None:
+    """How far off a record may be and still be forgiven: tokens (200) or a share of its
+    billed count (50%); unset: no limit."""
+    if _unset(value):
+        return None
+    if isinstance(value, Allowance):
+        return value
+    if isinstance(value, str) and value.strip().endswith("%"):
+        return Allowance(parse_rel(value), relative=True)
+    if _is_int(value) or (isinstance(value, str) and _WHOLE.fullmatch(value.strip())):
+        return Allowance(parse_count(value), relative=False)
+    raise ContractError(f"expected a count of tokens like 200 or a share like 50%, got {_shown(value)}")
+
+
+def parse_fields(value: Any) -> tuple[str, ...]:
+    """Field names separated by spaces ('provider model'), each checked like a field."""
+    words = parse_words(value)
+    for word in words:
+        parse_required_field(word)
+    return words
+
+
 def parse_path(value: Any) -> str:
     if not isinstance(value, str):
         raise ContractError(f"expected a path, got {value!r}")
@@ -315,10 +366,10 @@ KEYS: tuple[Key, ...] = (
         doc="file name patterns collected as audit items (see Data sources)"),
     Key("tokaudit_ids_field", "ids_field", parse_required_field, "output_ids",
         "field holding the token ids (dots reach into nested objects)",
-        doc="field holding the token ids; dots reach into nested objects (`response.ids`)"),
-    Key("tokaudit_count_field", "count_field", parse_required_field, "completion_tokens",
-        "field holding the billed token count",
-        doc="field holding the billed count (`usage.completion_tokens` works)"),
+        doc="field holding the token ids; dots reach into nested objects and numbers index lists (`response.ids`, `choices.0.ids`)"),
+    Key("tokaudit_count_field", "count_field", parse_count_field, "completion_tokens",
+        "field holding the billed token count, or a sum of fields (a + b?)",
+        doc="field holding the billed count (`usage.completion_tokens` works), or a sum for providers that bill reasoning apart: `usage.completion_tokens + usage.completion_tokens_details.reasoning_tokens?` (`?`: a missing or null addend counts 0); the budget and summaries use the same sum"),
     Key("tokaudit_id_field", "id_field", parse_field, "sample_id",
         "field identifying a record (empty: records have no id)",
         doc="field naming a record, shown with every finding; a string or an int; empty: no ids"),
@@ -334,9 +385,24 @@ KEYS: tuple[Key, ...] = (
     Key("tokaudit_count_outliers", "count_outliers", parse_allowance, "0",
         "per file: records allowed to break the count tolerance (3 or 0.5%)", "int?",
         doc="per file: audited records allowed to break the count tolerance, a count (`3`) or a share of audited records (`0.5%`, rounded down); they are still listed, as allowed outliers"),
+    Key("tokaudit_count_outlier_max", "count_outlier_max", parse_optional_limit, "",
+        "per record: a record off by more than this (200 or 50% of billed) is never an allowed outlier", "int?",
+        doc="per record: how far off an allowed outlier may be, tokens (`200`) or a share of its billed count (`50%`); a record off by more is a finding `tokaudit_count_outliers` never forgives"),
     Key("tokaudit_count_mean_rel", "count_mean_rel", parse_optional_rel, "0.5%",
         "per file: mean |diff| / mean billed must not exceed it (empty: off)", "float",
         doc="per file: mean abs diff / mean billed must not exceed it (a real audit measured 0.04%); empty turns it off"),
+    Key("tokaudit_text_template", "text_template", parse_optional_template, "",
+        "how a completion's tokens are rebuilt from the record: {field} placeholders and special tokens",
+        doc="how a completion's tokens are rebuilt from its text (needs a tokenizer): `{dotted.path}` placeholders (`{path?}`: may be missing or null) and literal special tokens, e.g. `{choices.0.message.reasoning?}</think>{choices.0.message.content}<|im_end|>`. Records without the ids field are audited on the ids it yields; records with both are checked by `ids_match_text` (see Raw API responses)"),
+    Key("tokaudit_finish_reason_field", "finish_reason_field", parse_field, "choices.0.finish_reason",
+        "field holding the finish reason (judged by tokaudit_finish_reason)",
+        doc="field holding why the API stopped; a record without it (or with null) is not judged by `tokaudit_finish_reason`"),
+    Key("tokaudit_finish_reason", "finish_reason", parse_words, "",
+        "per record: allowed finish reasons (e.g. stop)", "args",
+        doc="per record: the allowed finish reasons (e.g. `stop`): a response cut at max_tokens (`length`) is a finding even when its ids end in `<|im_end|>`"),
+    Key("tokaudit_group_by", "group_by", parse_fields, "",
+        "fields whose values split the summary and the mean check into groups", "args",
+        doc="fields (e.g. `provider model`) whose values split the counts into groups: a table by group in the summary, a `groups` channel in the JSON report, and the mean check per group, so a provider that drifts shows even when its file passes"),
     Key("tokaudit_require_once", "require_once", parse_tokens, "",
         "per record: tokens that occur exactly once (ids, or names with a tokenizer)", "args",
         doc="per record: each listed token occurs exactly once"),
@@ -380,6 +446,9 @@ KEYS: tuple[Key, ...] = (
     Key("tokaudit_unique_ids", "unique_ids", parse_bool, "false",
         "dataset: a record id appears once across all audited files", "bool",
         doc="dataset: a record id appears once across all audited files; findings name each id and all its `file:line` places"),
+    Key("tokaudit_unique_text", "unique_text", parse_bool, "false",
+        "dataset: the same completion (same ids) appears under one record id only", "bool",
+        doc="dataset: the same completion (the same stored or rebuilt ids) under different record ids is a duplicate (a response paid for twice); findings name the ids and their `file:line` places"),
     Key("tokaudit_expected_ids", "expected_ids", parse_path, "",
         "dataset: manifest of ids that must have a record (relative to the ini file)",
         doc="dataset: a manifest (JSONL with the id field, or one id per line) of ids that must have a record; missing ids are reported as a count and their first ranges"),
@@ -418,7 +487,7 @@ class Contract:
 
     glob: tuple[str, ...]
     ids_field: tuple[str, ...]
-    count_field: tuple[str, ...]
+    count_field: tuple[str, ...] | CountSum
     id_field: tuple[str, ...]
     where: tuple[str, ...]
     count_abs: int
@@ -440,6 +509,12 @@ class Contract:
     unique_ids: bool
     expected_ids: str
     baseline_rel: float
+    text_template: Template | None = None
+    finish_reason_field: tuple[str, ...] = ("choices", "0", "finish_reason")
+    finish_reason: tuple[str, ...] = ()
+    count_outlier_max: Allowance | None = None
+    unique_text: bool = False
+    group_by: tuple[str, ...] = ()
     # Token specs resolved to ids (names need the tokenizer); filled by resolve_tokens.
     require_once_ids: tuple[int, ...] = ()
     require_last_ids: tuple[int, ...] = ()
@@ -456,6 +531,11 @@ class Contract:
         if self.roundtrip_rel is not None and not self.tokenizer:
             raise ContractError(
                 "tokaudit_roundtrip_rel needs a tokenizer: set tokaudit_tokenizer to a local "
+                "tokenizer directory (or pass --tokaudit-tokenizer=DIR)"
+            )
+        if self.text_template is not None and not self.tokenizer:
+            raise ContractError(
+                "tokaudit_text_template needs a tokenizer: set tokaudit_tokenizer to a local "
                 "tokenizer directory (or pass --tokaudit-tokenizer=DIR)"
             )
 
@@ -489,13 +569,24 @@ class Contract:
             new = new.resolve_tokens()
         return new
 
+    def check_file_level(self, base: Contract) -> None:
+        """Raise ContractError if this per-file contract changes a dataset-level key of
+        `base`: dataset checks are judged once over all files, so a folder's value would be
+        silently ignored."""
+        changed = [KEYS_BY_ATTR[a].name for a in DATASET_ATTRS if getattr(self, a) != getattr(base, a)]
+        if changed:
+            raise ContractError(
+                f"{', '.join(changed)} {'is a dataset-level key' if len(changed) == 1 else 'are dataset-level keys'}, "
+                "judged once over every file: set it in the ini file, not per folder")
+
     def count_tolerance(self, billed: int) -> float:
         return max(self.count_abs, self.count_rel * billed)
 
     @property
     def needs_tokenizer(self) -> bool:
         specs = self.require_once + self.require_last + self.forbid
-        return self.roundtrip_rel is not None or not all(map(is_token_id, specs))
+        return (self.roundtrip_rel is not None or self.text_template is not None
+                or not all(map(is_token_id, specs)))
 
     def token_label(self, token: int) -> str:
         """'151645' or, with a tokenizer, "151645 ('<|im_end|>')"."""
@@ -574,7 +665,8 @@ class Contract:
 
 
 PATH_ATTRS = ("tokenizer", "expected_ids")
-FIELD_ATTRS = ("ids_field", "count_field", "id_field", "where")
+DATASET_ATTRS = ("budget", "price_per_mtok", "unique_ids", "unique_text", "expected_ids")
+FIELD_ATTRS = ("ids_field", "count_field", "id_field", "where", "finish_reason_field")
 _PLAIN_WORD = re.compile(r"[^\s'\"\\]+")
 
 
@@ -640,6 +732,10 @@ def contract_from_config(config: pytest.Config) -> Contract:
         contract = Contract(**values, sources=sources)
         if contract.needs_tokenizer:
             contract.tokenizer_object()  # a bad directory is a usage error now, not per file
+        if contract.text_template is not None:
+            from .template import check_literals
+
+            check_literals(contract.text_template, contract.tokenizer_object())
         return contract.resolve_tokens()
     except ValueError as exc:  # ContractError, or TokenizerError from loading
         raise pytest.UsageError(str(exc)) from None

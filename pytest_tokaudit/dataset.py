@@ -228,6 +228,11 @@ BUILTIN = {
 }
 
 
+from .duplicates import UniqueTextCheck  # noqa: E402 (it uses Outcome from here)
+
+BUILTIN["tokaudit.unique_text"] = UniqueTextCheck
+
+
 def standalone_hook(plugins: Sequence[str] = ()) -> Any:
     """The dataset hooks outside pytest (the merge command): the built-in checks and the
     given plugins, each a module name or a .py file such as a conftest.py."""

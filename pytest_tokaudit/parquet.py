@@ -163,6 +163,9 @@ def _schema_problem(schema: Any, contract: Contract) -> str | None:
     """A column the contract reads that is missing or of a type no row could pass with."""
     import pyarrow as pa
 
+    if type(contract.count_field) is not tuple or contract.text_template is not None:
+        return ("a sum in tokaudit_count_field and tokaudit_text_template are not supported for "
+                "Parquet files yet (JSONL only)")
     fields = [("id", contract.id_field), ("count", contract.count_field), ("ids", contract.ids_field)]
     if contract.where:
         fields.append(("where", contract.where))
@@ -188,8 +191,14 @@ def _schema_problem(schema: Any, contract: Contract) -> str | None:
     return None
 
 
+def _count_path(contract: Contract) -> tuple[str, ...]:
+    """The count field; a sum never gets this far (_schema_problem refuses it)."""
+    assert isinstance(contract.count_field, tuple)
+    return contract.count_field
+
+
 def _top_columns(contract: Contract) -> list[str]:
-    fields = [contract.id_field, contract.count_field, contract.ids_field, contract.where]
+    fields = [contract.id_field, _count_path(contract), contract.ids_field, contract.where]
     return list(dict.fromkeys(f[0] for f in fields if f))
 
 
@@ -314,11 +323,11 @@ def _rows_of(batch: Any, before: int, contract: Contract,
     hits = {t: Counter(pc.take(parents, pc.indices_nonzero(pc.equal(flat, t))).to_pylist())
             for t in tokens}
     id_vals = _values(batch, contract.id_field) if contract.id_field else [None] * n
-    count_vals = _values(batch, contract.count_field)
+    count_vals = _values(batch, _count_path(contract))
     flags = _values(batch, contract.where) if contract.where else None
     n_ids = filled.to_pylist()
     id_name = ".".join(contract.id_field)
-    count_name = ".".join(contract.count_field)
+    count_name = ".".join(_count_path(contract))
     ids_name = ".".join(contract.ids_field)
     for row in range(n):
         line = before + row + 1

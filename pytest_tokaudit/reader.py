@@ -26,6 +26,7 @@ from typing import Any, BinaryIO, Callable, Final, Iterator, Protocol, cast, fin
 import orjson
 
 from .contract import MISSING, Contract
+from .fields import CountSum, count_paths, why_missing
 from .findings import Finding
 
 BUFFER = 1 << 20
@@ -336,13 +337,25 @@ def iter_lines(path: Path, start: int = 0, end: int | None = None) -> Iterator[b
 
 
 def get_path(obj: Any, path: tuple[str, ...]) -> Any:
+    """The value at a dotted path, or MISSING; a part of digits indexes a list
+    (`choices.0.message.content`), a dict's keys are always names ("0" is a key there)."""
     for part in path:
-        if type(obj) is not dict:
-            return MISSING
-        obj = obj.get(part, MISSING)
-        if obj is MISSING:
+        kind = type(obj)
+        if kind is dict:
+            obj = obj.get(part, MISSING)
+            if obj is MISSING:
+                return MISSING
+        elif kind is list and _INDEX(part):
+            index = int(part)
+            if index >= len(obj):
+                return MISSING
+            obj = obj[index]
+        else:
             return MISSING
     return obj
+
+
+_INDEX = re.compile(r"0|[1-9][0-9]{0,17}").fullmatch  # a list index as JSON paths write it
 
 
 class AuditedRecord(Protocol):
@@ -476,6 +489,25 @@ class Record:
 
 
 _MAX_HITS = 16
+
+
+class TextRecord(Record):
+    """A record read with a text template: `texts` holds each placeholder's text; the ids
+    are rebuilt from them in batches (template.py) before any check sees the record, into
+    `ids` when the record has none, else into `rebuilt` (for the ids_match_text check)."""
+
+    __slots__ = ("texts", "rebuilt", "from_text")
+
+    def __init__(self, *args: Any, texts: tuple[str, ...] = (), **kw: Any):
+        super().__init__(*args, **kw)
+        self.texts = texts
+        self.rebuilt: list[int] | None = None
+        self.from_text = self._ids is None and not self._csv  # no ids field
+
+    def set_ids(self, ids: list[int]) -> None:
+        """The ids rebuilt from the text, set once before any check sees the record."""
+        self._ids = ids
+        self.n_ids = len(ids)  # type: ignore[misc]  # Final to the checks, not to the reader
 
 
 @functools.lru_cache(maxsize=256)
@@ -829,7 +861,7 @@ def parse_line(
 ) -> Record | Rejected | _Skipped:
     """One non-blank line -> Record, SKIPPED, or Rejected (the findings that make it
     unusable, with the id and billed count if they could be read)."""
-    key = fast and _fast_key(contract.ids_field, contract.where, contract.id_field, contract.count_field)
+    key = fast and _fast_key(contract.ids_field, contract.where, contract.id_field, *_read_paths(contract))
     cut = _fast_ids(raw, key) if key else None
     obj: Any = None
     if cut is not None:
@@ -860,18 +892,62 @@ def parse_line(
             return Rejected([Finding("json", str(exc), line)])
         cut = None
         problems, record_id, count, ids = _schema(obj, contract, True)
+    texts = None
+    if contract.text_template is not None:
+        texts = _template_texts(obj, contract, problems)
     if problems:
         return Rejected([Finding("schema", p, line, record_id) for p in problems], record_id, count)
+    if texts is not None:
+        if cut is None:
+            return TextRecord(line, obj, record_id, count, ids, texts=texts)
+        return TextRecord(line, obj, record_id, count, None, cut[2], cut[1], contract.ids_field[0],
+                          texts=texts)
     if cut is None:
         return Record(line, obj, record_id, count, ids)
     return Record(line, obj, record_id, count, None, cut[2], cut[1], contract.ids_field[0])
+
+
+@functools.lru_cache(maxsize=64)
+def _read_paths_of(count_field: Any, template: Any, finish: tuple[str, ...]) -> tuple[tuple[str, ...], ...]:
+    return (*count_paths(count_field), *(template.paths if template is not None else ()), finish)
+
+
+def _read_paths(contract: Contract) -> tuple[tuple[str, ...], ...]:
+    """The fields read besides the ids, id and where (the fast path must not cut them out)."""
+    finish = contract.finish_reason_field if contract.finish_reason else ()
+    if type(contract.count_field) is tuple and contract.text_template is None and not finish:
+        return (contract.count_field,)
+    return _read_paths_of(contract.count_field, contract.text_template, finish)
+
+
+def _template_texts(obj: dict, contract: Contract, problems: list[str]) -> tuple[str, ...] | None:
+    """The text of each placeholder of the template (optional missing or null: ''); a
+    problem for a required one that is missing or null, and for a value that is not text."""
+    template = contract.text_template
+    assert template is not None
+    texts = []
+    for ph in template.placeholders:
+        value = get_path(obj, ph.path)
+        if type(value) is str:
+            texts.append(value)
+        elif value is MISSING or value is None:
+            if not ph.optional and value is None:
+                problems.append(f"text_template: {ph.name} is null; write {{{ph.name}?}} if it "
+                                "may be null")
+            elif not ph.optional:
+                problems.append(f"text_template: missing field {ph.name!r} "
+                                f"({why_missing(obj, ph.path)}); write {{{ph.name}?}} if it may be absent")
+            texts.append("")
+        else:
+            problems.append(f"text_template: {ph.name} must be a string, found {_found(value)}")
+    return None if len(texts) != len(template.placeholders) else tuple(texts)
 
 
 def _big_floats(obj: dict, contract: Contract) -> bool:
     """Whether a field the contract reads (or an element of the ids) holds a float that may
     be an integer literal orjson could not hold: those are the ones of magnitude 2**63 or
     more (it turns an integer under -2**63 or over 2**64-1 into a float)."""
-    values = [get_path(obj, f) for f in (contract.id_field, contract.count_field) if f]
+    values = [get_path(obj, f) for f in (contract.id_field, *count_paths(contract.count_field)) if f]
     ids = get_path(obj, contract.ids_field)
     if type(ids) is list:
         values += ids
@@ -891,21 +967,44 @@ def _schema(obj: dict, contract: Contract, with_ids: bool) -> tuple[list[str], A
         if kind is not str and not (kind is int and I64_MIN <= record_id <= U64_MAX):
             problems.append(_id_problem(record_id, ".".join(contract.id_field)))
             record_id = None
-    count = get_path(obj, contract.count_field)
-    if not (type(count) is int and 0 <= count <= U64_MAX):
-        problems.append(_count_problem(count, ".".join(contract.count_field)))
-        count = None
+    count_field = contract.count_field
+    if isinstance(count_field, CountSum):
+        count = _count_sum(obj, count_field, problems)
+    else:
+        count = get_path(obj, count_field)
+        if not (type(count) is int and 0 <= count <= U64_MAX):
+            problems.append(_count_problem(count, ".".join(count_field)))
+            count = None
     ids = None
     if with_ids:
         ids = get_path(obj, contract.ids_field)
         ids_name = ".".join(contract.ids_field)
-        if ids is MISSING:
+        if ids is MISSING and contract.text_template is not None:
+            ids = None  # rebuilt from the text (template.py)
+        elif ids is MISSING:
             problems.append(f"missing field {ids_name!r}")
         else:
             why = check_ids(ids, ids_name)
             if why:
                 problems.append(why)
     return problems, record_id, count, ids
+
+
+def _count_sum(obj: dict, formula: CountSum, problems: list[str]) -> int | None:
+    """The billed count as a sum of fields; an optional addend missing or null counts 0."""
+    total, bad = 0, False
+    for term in formula.terms:
+        value = get_path(obj, term.path)
+        if term.optional and (value is MISSING or value is None):
+            continue
+        if type(value) is int and 0 <= value <= U64_MAX:
+            total += value
+        else:
+            problems.append(_count_problem(value, ".".join(term.path)))
+            bad = True
+    if not bad and total > U64_MAX:
+        problems.append(f"{formula} = {total} is out of range (over 2**64-1)")
+    return None if bad or total > U64_MAX else total
 
 
 def _id_problem(record_id: Any, name: str) -> str:

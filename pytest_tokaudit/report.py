@@ -19,6 +19,8 @@ CHECK_KEYS = {
     "roundtrip": ("roundtrip_rel",),
     "empty": ("allow_empty",),
     "baseline": ("baseline_rel",),
+    "ids_match_text": ("text_template",),
+    "special_in_text": ("text_template",),
 }
 
 
@@ -122,10 +124,17 @@ def summary_lines(
         (f"{worst} by |billed - counted|:", worst_table(summaries, contract, overall)),
         ("allowed outliers (tokaudit_count_outliers) in files that passed:",
          allowed_outliers(summaries, contract)),
+        ("by group (tokaudit_group_by):", _group_table(summaries, contract)),
     ):
         if block:
             lines += ["", title, *block]
     return lines
+
+
+def _group_table(summaries: list[FileSummary], contract: Contract) -> list[str]:
+    from .groups import group_table
+
+    return group_table(summaries, contract)
 
 
 def summary_table(summaries: list[FileSummary], limit: int | None = None) -> list[str]:

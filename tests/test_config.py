@@ -233,14 +233,21 @@ NUMBERS = ("tokaudit_count_abs", "tokaudit_count_rel", "tokaudit_count_outliers"
            "tokaudit_max_shown", "tokaudit_shard_size", "tokaudit_baseline_rel",
            "tokaudit_max_line_bytes")
 OPTIONAL_NUMBERS = ("tokaudit_count_mean_rel", "tokaudit_roundtrip_rel", "tokaudit_budget",
-                    "tokaudit_price_per_mtok")  # empty: off / unset
-BOOLS = ("tokaudit_allow_empty", "tokaudit_trust_remote_code", "tokaudit_unique_ids")
+                    "tokaudit_price_per_mtok", "tokaudit_count_outlier_max")  # empty: off / unset
+BOOLS = ("tokaudit_allow_empty", "tokaudit_trust_remote_code", "tokaudit_unique_ids",
+         "tokaudit_unique_text")
 TOKENS = ("tokaudit_require_once", "tokaudit_require_last", "tokaudit_forbid")  # names need a tokenizer
 PATHS = ("tokaudit_tokenizer", "tokaudit_expected_ids")  # none of these exists
 OTHER = {
     "tokaudit_glob": {"empty": "", "unclosed-quote": "'*.jsonl"},
     "tokaudit_ids_field": {"empty": "", "empty-part": "response..ids", "dot": "."},
-    "tokaudit_count_field": {"empty": "", "trailing-dot": "usage."},
+    "tokaudit_count_field": {"empty": "", "trailing-dot": "usage.", "empty-addend": "a + ",
+                             "lone-optional": "usage.x?", "all-optional": "a? + b?"},
+    "tokaudit_text_template": {"unclosed": "{choices.0.message.content", "stray-close": "a}{b}",
+                               "no-field": "<|im_end|>", "empty-part": "{a..b}"},
+    "tokaudit_finish_reason_field": {"empty-part": "choices..finish_reason"},
+    "tokaudit_finish_reason": {"unclosed-quote": "'stop"},
+    "tokaudit_group_by": {"unclosed-quote": "'provider", "empty-part": "provider meta..model"},
     "tokaudit_id_field": {"empty-part": "meta..id", "leading-dot": ".id"},
     "tokaudit_where": {"empty-part": "a..b"},
 }

@@ -1,0 +1,276 @@
+"""Token ids rebuilt from a record's text (tokaudit_text_template), and the checks on them.
+
+A template `{choices.0.message.reasoning?}</think>{choices.0.message.content}<|im_end|>` is
+compiled once per tokenizer into runs of text separated by the special (added) tokens
+written in it. A record's runs (literal text and field text joined) are encoded in one
+batch through the fast backend with no added special tokens, and the ids of the template's
+special tokens are spliced in between: the same ids as encoding the whole text, except that
+text taken from a field never becomes a special token. A field holding such a token's
+string is a `special_in_text` finding, and that run is encoded as plain text (normaliser,
+pre-tokeniser and model, bypassing the added vocabulary).
+
+`rebuild` runs on each batch before any check sees it (audit._check_batch): records
+without the ids field get the rebuilt ids as their ids; records with both keep theirs and
+get `rebuilt`, compared by the `ids_match_text` check.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import pytest
+
+from .findings import Finding
+from .reader import Record, TextRecord
+
+_CONTEXT_IDS, _AFTER_IDS = 2, 4
+_TEXT_BEFORE, _TEXT_AFTER = 30, 40
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A template compiled for one tokenizer.
+
+    `runs[k]` is the k-th run of text: a tuple of literal strings and placeholder indexes;
+    `specials[k]` is the id written after run k (one fewer than the runs)."""
+
+    runs: tuple[tuple[str | int, ...], ...]
+    specials: tuple[int, ...]
+    added: Any  # a compiled regex finding any added token's string, or None
+    placeholder_run: tuple[int, ...]  # the run each placeholder is in
+
+
+_plans: dict[tuple[str, int], Plan] = {}
+
+
+def plan_for(template: Any, tok: Any) -> Plan:
+    key = (template.text, id(tok))
+    plan = _plans.get(key)
+    if plan is None:
+        plan = _plans[key] = _compile(template, tok)
+    return plan
+
+
+def _added_vocab(tok: Any) -> dict[str, int]:
+    vocab = dict(tok.get_added_vocab())
+    for name in getattr(tok, "all_special_tokens", ()):
+        if name not in vocab:
+            i = tok.convert_tokens_to_ids(name)
+            if isinstance(i, int):
+                vocab[name] = i
+    return vocab
+
+
+def _compile(template: Any, tok: Any) -> Plan:
+    from .fields import Placeholder
+
+    vocab = _added_vocab(tok)
+    # Longest first: at one position the longest added token wins, as in the tokenizer.
+    names = sorted(vocab, key=len, reverse=True)
+    added = re.compile("|".join(map(re.escape, names))) if names else None
+    runs: list[list[str | int]] = [[]]
+    specials: list[int] = []
+    where: list[int] = []
+    index = 0
+    for part in template.parts:
+        if type(part) is Placeholder:
+            runs[-1].append(index)
+            where.append(len(runs) - 1)
+            index += 1
+            continue
+        at = 0
+        for m in (added.finditer(part) if added else ()):
+            if m.start() > at:
+                runs[-1].append(part[at:m.start()])
+            specials.append(vocab[m.group(0)])
+            runs.append([])
+            at = m.end()
+        if at < len(part):
+            runs[-1].append(part[at:])
+    return Plan(tuple(map(tuple, runs)), tuple(specials), added, tuple(where))
+
+
+_TAG = re.compile(r"<[^<>\s]{1,40}>")
+
+
+def check_literals(template: Any, tok: Any) -> None:
+    """Raise ValueError for a literal that looks like a misspelt special token
+    (`<|im_ed|>`): it would silently be encoded as text."""
+    import difflib
+
+    vocab = _added_vocab(tok)
+    for part in template.parts:
+        if type(part) is not str:
+            continue
+        for m in _TAG.finditer(part):
+            name = m.group(0)
+            if name in vocab:
+                continue
+            close = difflib.get_close_matches(name, list(vocab), n=3, cutoff=0.75)
+            if close or name.startswith("<|"):
+                hint = f"closest: {', '.join(map(repr, close))}" if close else "no token is close"
+                raise ValueError(f"tokaudit_text_template: {name!r} is not a token of the "
+                                 f"tokenizer and would be encoded as text; {hint}")
+
+
+def _plain_ids(tok: Any, text: str) -> list[int]:
+    """`text` encoded as if the tokenizer had no added tokens (so none of their strings
+    becomes one): normaliser, pre-tokeniser and model of the fast backend."""
+    backend = tok.backend_tokenizer
+    if backend.normalizer is not None:
+        text = backend.normalizer.normalize_str(text)
+    pieces = (backend.pre_tokenizer.pre_tokenize_str(text) if backend.pre_tokenizer is not None
+              else [(text, (0, len(text)))])
+    model = backend.model
+    return [t.id for piece, _ in pieces for t in model.tokenize(piece)]
+
+
+def _encode_runs(tok: Any, texts: list[str]) -> list[list[int]]:
+    """Each text encoded without added special tokens, in one batch (fast backend)."""
+    if not getattr(tok, "is_fast", False) or not hasattr(tok, "backend_tokenizer"):
+        return [list(tok.encode(t, add_special_tokens=False, split_special_tokens=True)) for t in texts]
+    backend = tok.backend_tokenizer
+    # tok.encode() resets the backend to these settings on every call; do the same.
+    if backend.truncation is not None:
+        backend.no_truncation()
+    if backend.padding is not None:
+        backend.no_padding()
+    split = bool(getattr(tok, "split_special_tokens", False))
+    if backend.encode_special_tokens != split:
+        backend.encode_special_tokens = split
+    return [e.ids for e in backend.encode_batch(texts, add_special_tokens=False)]
+
+
+def rebuild(batch: Sequence[Any], contract: Any) -> list[Finding]:
+    """Rebuild the ids of every TextRecord of `batch`; findings for special-token strings
+    found in field text."""
+    records = [r for r in batch if type(r) is TextRecord]
+    if not records:
+        return []
+    tok = contract.tokenizer_object()
+    plan = plan_for(contract.text_template, tok)
+    placeholders = contract.text_template.placeholders
+    found: list[Finding] = []
+    batch_texts: list[str] = []  # runs without an added token's string
+    slots: list[list[Any]] = []  # per record, per run: an index into batch_texts, or ids
+    for record in records:
+        texts = record.texts
+        if plan.added is not None:
+            for ph, text in zip(placeholders, texts):
+                m = plan.added.search(text) if text else None
+                if m:
+                    found.append(record.finding(
+                        "special_in_text",
+                        f"{ph.name} holds the special token string {m.group(0)!r} at character "
+                        f"{m.start()}: text never becomes a special token (encoded as plain text)"))
+        mine: list[Any] = []
+        for run in plan.runs:
+            text = "".join(p if isinstance(p, str) else texts[p] for p in run)
+            if not text:
+                mine.append(())
+            elif plan.added is not None and plan.added.search(text):
+                mine.append(_plain_ids(tok, text) if getattr(tok, "is_fast", False)
+                            else list(tok.encode(text, add_special_tokens=False,
+                                                 split_special_tokens=True)))
+            else:
+                mine.append(len(batch_texts))
+                batch_texts.append(text)
+        slots.append(mine)
+    encoded = _encode_runs(tok, batch_texts) if batch_texts else []
+    specials = plan.specials
+    for record, mine in zip(records, slots):
+        ids: list[int] = []
+        for k, slot in enumerate(mine):
+            ids += encoded[slot] if type(slot) is int else slot
+            if k < len(specials):
+                ids.append(specials[k])
+        if record.from_text:
+            record.set_ids(ids)
+        else:
+            record.rebuilt = ids
+    return found
+
+
+def template_text(record: Any, contract: Any, tok: Any) -> str:
+    """The whole text the template builds for `record`, special tokens written out."""
+    plan = plan_for(contract.text_template, tok)
+    names = [tok.convert_ids_to_tokens(i) for i in plan.specials]
+    out = []
+    for k, run in enumerate(plan.runs):
+        out += [p if type(p) is str else record.texts[p] for p in run]
+        if k < len(names):
+            out.append(names[k])
+    return "".join(out)
+
+
+def first_difference(tok: Any, ids: list[int], again: list[int], text: str) -> str:
+    """Where two id lists first differ, the ids around it, and the text there."""
+    from .tokenizer import _decode, _show
+
+    at = next((k for k, (a, b) in enumerate(zip(ids, again)) if a != b), min(len(ids), len(again)))
+    start = max(0, at - _CONTEXT_IDS)
+
+    def window(seq: list[int]) -> str:
+        shown = [str(i) for i in seq[start:at + _AFTER_IDS]]
+        return "[" + ", ".join(["..."] * (start > 0) + shown + ["..."] * (at + _AFTER_IDS < len(seq))) + "]"
+
+    pos = len(_decode(tok, again[:at]))
+    lo, hi = max(0, pos - _TEXT_BEFORE), pos + _TEXT_AFTER
+    snippet = _show(text[lo:hi])
+    snippet = snippet[0] + "..." * (lo > 0) + snippet[1:-1] + "..." * (hi < len(text)) + snippet[-1]
+    return f"first difference at token {at}: stored {window(ids)}, text {window(again)}; text {snippet}"
+
+
+class IdsMatchTextCheck:
+    """Records with both ids and a template: the stored ids equal the encoded text."""
+
+    @pytest.hookimpl
+    def pytest_tokaudit_check_batch(self, records, contract):
+        if contract.text_template is None:
+            return None
+        out = []
+        tok = None
+        for record in records:
+            rebuilt = getattr(record, "rebuilt", None)
+            if rebuilt is None:
+                continue
+            ids = record.ids
+            if ids == rebuilt:
+                continue
+            tok = tok or contract.tokenizer_object()
+            text = template_text(record, contract, tok)
+            out.append(record.finding(
+                "ids_match_text",
+                f"stored ids ({len(ids)}) differ from the encoded text ({len(rebuilt)}); "
+                + first_difference(tok, ids, rebuilt, text)))
+        return out
+
+
+class FinishReasonCheck:
+    """The API's finish reason is one of the allowed ones (a record without one is not judged)."""
+
+    @pytest.hookimpl
+    def pytest_tokaudit_check_record(self, record, contract):
+        allowed = contract.finish_reason
+        if not allowed:
+            return None
+        from .contract import MISSING
+        from .reader import get_path
+
+        field = contract.finish_reason_field
+        if not field:
+            return None
+        # A JSONL record's _data: its ids stay unparsed (the fast path never cuts this field
+        # out); a Parquet row builds its data.
+        data = record._data if type(record) in (Record, TextRecord) else record.data
+        value = get_path(data, field)
+        if value is MISSING or value is None:
+            return None
+        if value in allowed:
+            return None
+        name = ".".join(field)
+        want = " or ".join(allowed)
+        cut = " (the response was cut at max_tokens)" if value == "length" else ""
+        return Finding("finish_reason", f"{name} {value!r}, expected {want}{cut}")

