@@ -141,6 +141,10 @@ def _no_github_annotations(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
     # Nor may a run append this plugin's Markdown job summary to the real CI job's.
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    # The suite runs on xdist workers (pyproject's addopts): a pytest they start must not
+    # look like one (pytest-benchmark, for one, turns itself off on a worker).
+    for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
+        monkeypatch.delenv(name, raising=False)
 
 
 @pytest.fixture(params=list(XDIST_MODES.values()), ids=list(XDIST_MODES))
