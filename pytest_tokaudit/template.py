@@ -25,9 +25,6 @@ import pytest
 from .findings import Finding
 from .reader import Record, TextRecord
 
-_CONTEXT_IDS, _AFTER_IDS = 2, 4
-_TEXT_BEFORE, _TEXT_AFTER = 30, 40
-
 
 @dataclass(frozen=True)
 class Plan:
@@ -206,21 +203,12 @@ def template_text(record: Any, contract: Any, tok: Any) -> str:
 
 
 def first_difference(tok: Any, ids: list[int], again: list[int], text: str) -> str:
-    """Where two id lists first differ, the ids around it, and the text there."""
-    from .tokenizer import _decode, _show
+    """Where two id lists first differ, the ids around it, and the text there (located by
+    the ids the text gave, which match it)."""
+    from .tokenizer import difference
 
-    at = next((k for k, (a, b) in enumerate(zip(ids, again)) if a != b), min(len(ids), len(again)))
-    start = max(0, at - _CONTEXT_IDS)
-
-    def window(seq: list[int]) -> str:
-        shown = [str(i) for i in seq[start:at + _AFTER_IDS]]
-        return "[" + ", ".join(["..."] * (start > 0) + shown + ["..."] * (at + _AFTER_IDS < len(seq))) + "]"
-
-    pos = len(_decode(tok, again[:at]))
-    lo, hi = max(0, pos - _TEXT_BEFORE), pos + _TEXT_AFTER
-    snippet = _show(text[lo:hi])
-    snippet = snippet[0] + "..." * (lo > 0) + snippet[1:-1] + "..." * (hi < len(text)) + snippet[-1]
-    return f"first difference at token {at}: stored {window(ids)}, text {window(again)}; text {snippet}"
+    at, stored, rebuilt, snippet = difference(tok, ids, again, text, again)
+    return f"first difference at token {at}: stored {stored}, text {rebuilt}; text {snippet}"
 
 
 class IdsMatchTextCheck:

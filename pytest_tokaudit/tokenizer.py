@@ -300,6 +300,14 @@ def _unknown_id(tok: Any, ids: list[int]) -> RoundTrip | None:
 
 def _detail(tok: Any, ids: list[int], again: list[int], text: str) -> str:
     """One line: where the ids first differ, the ids around it, and the text there."""
+    at, before, after, snippet = difference(tok, ids, again, text, ids)
+    return f"first difference at token {at}: {before} -> {after}; text {snippet}"
+
+
+def difference(tok: Any, ids: list[int], again: list[int], text: str,
+               located: list[int]) -> tuple[int, str, str, str]:
+    """(index of the first difference, both id windows around it, the text there, found by
+    decoding `located` up to it): what the round trip and ids_match_text findings show."""
     # zip stops at the shorter list: then the difference is where it ends.
     at = next((k for k, (a, b) in enumerate(zip(ids, again)) if a != b), min(len(ids), len(again)))
     start = max(0, at - _CONTEXT_IDS)
@@ -308,11 +316,11 @@ def _detail(tok: Any, ids: list[int], again: list[int], text: str) -> str:
         shown = [str(i) for i in seq[start:at + _AFTER_IDS]]
         return "[" + ", ".join(["..."] * (start > 0) + shown + ["..."] * (at + _AFTER_IDS < len(seq))) + "]"
 
-    pos = len(_decode(tok, ids[:at]))
+    pos = len(_decode(tok, located[:at]))
     lo, hi = max(0, pos - _TEXT_BEFORE), pos + _TEXT_AFTER
     snippet = _show(text[lo:hi])
     snippet = snippet[0] + "..." * (lo > 0) + snippet[1:-1] + "..." * (hi < len(text)) + snippet[-1]
-    return f"first difference at token {at}: {window(ids)} -> {window(again)}; text {snippet}"
+    return at, window(ids), window(again), snippet
 
 
 def _show(text: str) -> str:
