@@ -19,6 +19,10 @@ BATCH_RECORDS = 256
 BATCH_IDS = 1 << 18
 
 
+class HookError(Exception):
+    """A hook of a check answered something the audit cannot place: shown as its message."""
+
+
 def size_text(n: int) -> str:
     """64 MiB, 512 KiB, or 1,000 bytes."""
     for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
@@ -109,7 +113,14 @@ def _check_batch(
         for result in hook.pytest_tokaudit_check_batch(
             records=batch, contract=contract, summary=summary
         ):
-            found.extend(as_findings(result))
+            for f in as_findings(result):
+                if f.line is None:  # which record? Guessing would blame the wrong line
+                    raise HookError(
+                        f"pytest_tokaudit_check_batch returned a finding without a line: "
+                        f"{f.check}: {f.message}. Make it with record.finding(check, message), "
+                        "so that it names its record; file-level findings belong in "
+                        "pytest_tokaudit_check_file")
+                found.append(f)
     # Hooks answer in their own order; the bounded list keeps the first lines of the file.
     found.sort(key=lambda f: f.line or 0)
     if found and failures.ACTIVE is not None:  # --tokaudit-failures: every one, uncapped
@@ -118,7 +129,18 @@ def _check_batch(
 
 
 def check_file(path: Path, contract: Contract, hook: Any, summary: FileSummary) -> None:
-    """Run the per-file checks on a complete (whole or merged) summary."""
+    """Judge each check's allowable findings against the allowance (here, not in a check a
+    plugin could turn off: without it every allowable finding would be forgiven), then run
+    the per-file checks on the complete (whole or merged) summary."""
+    allowed = contract.count_outliers.of(summary.audited)
+    for check, n in sorted(summary.outliers.items()):
+        if n > allowed:
+            what = "the count tolerance" if check == "count" else f"{check} (an allowable finding)"
+            summary.add_finding(Finding(
+                f"{check}_outliers",
+                f"{n} record{'s break' if n != 1 else ' breaks'} {what}, at most {allowed} "
+                f"allowed ({contract.count_outliers} of {summary.audited:,} audited)",
+            ))
     for result in hook.pytest_tokaudit_check_file(path=path, summary=summary, contract=contract):
         for f in as_findings(result):
             summary.add_finding(f if f.line is None else Finding(f.check, f.message))

@@ -49,14 +49,6 @@ class CountCheck:
     @pytest.hookimpl
     def pytest_tokaudit_check_file(self, summary: FileSummary, contract: Contract) -> list[Finding]:
         out = []
-        allowed = contract.count_outliers.of(summary.audited)
-        if summary.allowable > allowed:
-            out.append(Finding(
-                "count_outliers",
-                f"{summary.allowable} record{'s break' if summary.allowable != 1 else ' breaks'} "
-                f"the count tolerance, at most {allowed} "
-                f"allowed ({contract.count_outliers} of {summary.audited:,} audited)",
-            ))
         limit = contract.count_mean_rel
         if limit is not None and summary.checked and summary.mean_ratio > limit:
             out.append(Finding(

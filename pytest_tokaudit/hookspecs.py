@@ -54,7 +54,9 @@ def pytest_tokaudit_check_batch(records: Sequence[AuditedRecord], contract: Cont
                                 summary: FileSummary):
     """Check a batch of well-formed records at once (for batched work such as a tokenizer).
 
-    Return findings made with ``record.finding(check, message)`` so each names its line.
+    Return findings made with ``record.finding(check, message)`` so each names its line: a
+    finding without a line is an error of the item (file-level verdicts belong in
+    ``pytest_tokaudit_check_file``).
     ``conftest.py``::
 
         def pytest_tokaudit_check_batch(records):

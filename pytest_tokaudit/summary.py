@@ -45,6 +45,9 @@ class FileSummary:
     worst: list[tuple[Any, ...]] = field(default_factory=list)
     findings: int = 0
     allowable: int = 0
+    # Allowable findings per check: each check's allowance is judged on its own, so one
+    # check's outliers never use up another's (checks.py: <check>_outliers).
+    outliers: dict[str, int] = field(default_factory=dict)
     bad_records: int = 0  # records with a finding no allowance forgives
     outlier_records: int = 0  # records whose only findings are allowable
     by_check: dict[str, int] = field(default_factory=dict)
@@ -91,6 +94,7 @@ class FileSummary:
             return
         if finding.allowable:
             self.allowable += 1
+            self.outliers[finding.check] = self.outliers.get(finding.check, 0) + 1
             if len(self.shown_allowable) < self.max_shown:
                 self.shown_allowable.append(finding)
         elif len(self.shown) < self.max_shown:
@@ -117,6 +121,19 @@ class FileSummary:
     def failing(self) -> int:
         """Findings that fail the file, before the outlier allowance is applied."""
         return self.findings - self.allowable - len(self.file_findings)
+
+    @property
+    def failed(self) -> bool:
+        """The verdict, the one rule every view uses: a finding no allowance can forgive,
+        or a file-level finding (among them `<check>_outliers`: an allowance exceeded)."""
+        return bool(self.failing or self.file_findings)
+
+    def forgiven(self, check: str) -> bool | None:
+        """Whether `check`'s allowable findings are forgiven: None for a shard, whose
+        allowances are judged with the whole file (its [file] item)."""
+        if self.shard is not None:
+            return None
+        return not any(f.check == f"{check}_outliers" for f in self.file_findings)
 
     def worst_records(self) -> list[tuple[int, int, Any, int, int]]:
         """(absdiff, line, id, billed, counted), worst first."""
@@ -177,8 +194,9 @@ class FileSummary:
         self.rt_ratio_sum += other.rt_ratio_sum
         self.max_absdiff = max(self.max_absdiff, other.max_absdiff)
         self.rt_ratio_max = max(self.rt_ratio_max, other.rt_ratio_max)
-        for check, n in other.by_check.items():
-            self.by_check[check] = self.by_check.get(check, 0) + n
+        for mine, theirs in ((self.by_check, other.by_check), (self.outliers, other.outliers)):
+            for check, n in theirs.items():
+                mine[check] = mine.get(check, 0) + n
         for entry in other.worst:
             entry = tuple(entry)
             if len(self.worst) < WORST:
