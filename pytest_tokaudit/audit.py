@@ -9,7 +9,8 @@ from . import failures
 from .contract import Contract
 from .findings import Finding, as_findings
 from .reader import (
-    SKIPPED, AuditedRecord, Lines, LfsPointer, ReadError, Record, Rejected, max_line_bytes, parse_line,
+    SKIPPED, AuditedRecord, Lines, LfsPointer, ReadError, Record, Rejected, Unusable,
+    max_line_bytes, parse_line,
 )
 from .summary import FileSummary
 
@@ -45,8 +46,8 @@ def audit(
     """
     batch: list[Record] = []
     pending: list[Finding] = []  # findings of unusable lines, kept in line order with the batch
+    unusable: list[Unusable] = []
     batch_ids = 0
-    keep_ids = contract.unique_ids or bool(contract.expected_ids)
     limit = max_line_bytes(contract)
     lines = Lines(path, start, end, limit)
     try:
@@ -60,6 +61,7 @@ def audit(
                     "(tokaudit_max_line_bytes)",
                     line,
                 ))
+                unusable.append(Unusable(line, None, None))
             else:
                 parsed = parse_line(body, line, contract)
                 if parsed is SKIPPED:
@@ -71,17 +73,13 @@ def audit(
                     if parsed.count is not None:  # spend is spend, checkable or not
                         summary.billed_unusable += parsed.count
                         summary.unusable_billed += 1
-                    record_id = parsed.record_id
+                    unusable.append(Unusable(line, parsed.record_id, parsed.count))
                 else:
                     batch.append(parsed)
                     batch_ids += parsed.n_ids
-                    record_id = parsed.id
-                if keep_ids and record_id is not None:
-                    summary.ids.append(record_id)
-                    summary.id_lines.append(line)
-            if len(batch) + len(pending) >= BATCH_RECORDS or batch_ids >= BATCH_IDS:
-                _check_batch(batch, pending, contract, hook, summary)
-                batch, pending, batch_ids = [], [], 0
+            if len(batch) + len(unusable) >= BATCH_RECORDS or batch_ids >= BATCH_IDS:
+                _check_batch(batch, pending, unusable, contract, hook, summary)
+                batch, pending, unusable, batch_ids = [], [], [], 0
     except LfsPointer as exc:
         summary.read_error = str(exc)
     except ReadError as exc:
@@ -89,14 +87,14 @@ def audit(
     finally:
         summary.lines = lines.lines
         summary.blank += lines.blank
-    _check_batch(batch, pending, contract, hook, summary)
+    _check_batch(batch, pending, unusable, contract, hook, summary)
     if summary.read_error:
         summary.add_finding(Finding("read", summary.read_error))
 
 
 def _check_batch(
-    batch: Sequence[AuditedRecord], found: list[Finding], contract: Contract, hook: Any,
-    summary: FileSummary,
+    batch: Sequence[AuditedRecord], found: list[Finding], unusable: Sequence[Unusable],
+    contract: Contract, hook: Any, summary: FileSummary,
 ) -> None:
     if contract.text_template is not None and batch:  # ids rebuilt from text, before any check
         from .template import rebuild
@@ -109,9 +107,9 @@ def _check_batch(
                 if f.line is None:
                     f = Finding(f.check, f.message, record.line, record.id, f.allowable)
                 found.append(f)
-    if batch:
+    if batch or unusable:
         for result in hook.pytest_tokaudit_check_batch(
-            records=batch, contract=contract, summary=summary
+            records=batch, contract=contract, summary=summary, unusable=unusable
         ):
             for f in as_findings(result):
                 if f.line is None:  # which record? Guessing would blame the wrong line
@@ -124,7 +122,7 @@ def _check_batch(
     # Hooks answer in their own order; the bounded list keeps the first lines of the file.
     found.sort(key=lambda f: f.line or 0)
     if found and failures.ACTIVE is not None:  # --tokaudit-failures: every one, uncapped
-        failures.ACTIVE.write(found, batch)  # first: an interrupt between never loses one
+        failures.ACTIVE.write(found, batch, unusable)  # first: an interrupt between never loses one
     summary.add_record_findings(found)
 
 

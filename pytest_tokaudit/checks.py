@@ -91,7 +91,7 @@ class RoundTripCheck:
     def pytest_tokaudit_check_batch(
         self, records: Sequence[AuditedRecord], contract: Contract, summary: FileSummary
     ) -> list[Finding] | None:
-        if contract.roundtrip_rel is None:
+        if contract.roundtrip_rel is None or not records:
             return None
         from .tokenizer import roundtrip
 

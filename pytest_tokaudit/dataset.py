@@ -15,7 +15,7 @@ import pytest
 
 from .contract import Contract
 from .ids import IdIndex, read_manifest, ranges
-from .summary import FileSummary
+from .summary import IDS, FileSummary
 
 MISSING_SHOWN = 10  # ranges of missing ids shown
 DUPLICATES_SHOWN = 20
@@ -156,6 +156,27 @@ class BudgetCheck:
             return Outcome.failed(f"over budget: {message}",
                                   [f"contract: {contract.describe(('budget',))}"])
         return Outcome.passed(message)
+
+
+class IdsChannel:
+    """Fills the IDS channel the id checks judge: each record's id and line, checkable or
+    not (an unusable record's readable id still counts), one entry per part."""
+
+    @pytest.hookimpl
+    def pytest_tokaudit_check_batch(self, records, unusable, contract, summary):
+        if not (contract.unique_ids or contract.expected_ids):
+            return None
+        values = summary.channel(IDS)
+        if not values:
+            values.append([summary.shard, [], []])
+        _, ids, lines = values[-1]
+        seen = [(r.line, r.id) for r in records if r.id is not None]
+        if unusable:  # in line order, as the records came
+            seen = sorted(seen + [(u.line, u.id) for u in unusable if u.id is not None])
+        for line, record_id in seen:
+            ids.append(record_id)
+            lines.append(line)
+        return None
 
 
 class UniqueIdsCheck:

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
     from .contract import Contract
     from .dataset import Dataset
-    from .reader import AuditedRecord
+    from .reader import AuditedRecord, Unusable
     from .summary import FileSummary
 
 
@@ -51,8 +51,12 @@ def pytest_tokaudit_check_record(record: AuditedRecord, contract: Contract):
 
 @pytest.hookspec
 def pytest_tokaudit_check_batch(records: Sequence[AuditedRecord], contract: Contract,
-                                summary: FileSummary):
+                                summary: FileSummary, unusable: Sequence[Unusable]):
     """Check a batch of well-formed records at once (for batched work such as a tokenizer).
+
+    ``unusable`` lists the batch's records that could not be checked (``line``, and ``id``
+    and ``billed`` when readable, else None), for a check that must see every record, like
+    the id checks; ``records`` may then be empty.
 
     Return findings made with ``record.finding(check, message)`` so each names its line: a
     finding without a line is an error of the item (file-level verdicts belong in

@@ -20,7 +20,7 @@ import re
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO, Callable, Final, Iterator, Protocol, cast, final
+from typing import Any, BinaryIO, Callable, Final, Iterator, NamedTuple, Protocol, cast, final
 
 import orjson
 
@@ -496,6 +496,16 @@ class _Skipped(enum.Enum):
 
 SKIPPED: Final = _Skipped.SKIPPED
 """parse_line's answer for a record the `tokaudit_where` filter leaves out."""
+
+
+class Unusable(NamedTuple):
+    """A record of a batch that could not be checked, for batch hooks that need every
+    record (the id checks, the budget): its line, and its id and billed count when they
+    could be read (else None)."""
+
+    line: int
+    id: str | int | None
+    billed: int | None
 
 
 @final  # so that `type(parsed) is Rejected` tells Rejected and Record apart, to mypy too

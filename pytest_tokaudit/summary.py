@@ -13,6 +13,9 @@ from .findings import Finding
 
 WORST = 5
 PROPERTY = "tokaudit"  # the user_properties name a summary travels under
+# The channel of record ids (dataset.IdsChannel fills it; ids.IdIndex reads it): entries
+# [shard, ids, lines], lines relative to the shard until rebase() makes them the file's.
+IDS = "ids"
 _BIG_INT = re.compile(rb"\d{20}")
 
 
@@ -63,10 +66,8 @@ class FileSummary:
     # A shard's first byte (JSONL) or the rows before it (Parquet); its lines are relative
     # to its part until rebased.
     start: int = 0
-    # Record ids and their lines, in line order; only kept for the dataset id checks.
-    ids: list[Any] = field(default_factory=list)
-    id_lines: list[int] = field(default_factory=list)
-    # Per-check channels: name -> JSON-able values for a dataset check of the user's.
+    # Per-check channels: name -> JSON-able values a check's batch hook fills for its
+    # dataset check (IDS: the record ids, for unique_ids and expected_ids).
     channels: dict[str, list[Any]] = field(default_factory=dict)
 
     # -- accumulation ------------------------------------------------------------------
@@ -176,12 +177,14 @@ class FileSummary:
     # -- shards --------------------------------------------------------------------------
     def rebase(self, offset: int) -> None:
         """Make a shard's relative line numbers absolute: `offset` lines come before it."""
+        if IDS in self.channels:
+            self.channels[IDS] = [[None, ids, [line + offset for line in lines] if offset else lines]
+                                  for _, ids, lines in self.channels[IDS]]
         if not offset:
             return
         for name in ("shown", "shown_allowable"):
             setattr(self, name, [replace(f, line=f.line + offset) for f in getattr(self, name)])
         self.worst = [(d, neg - offset, *rest) for d, neg, *rest in self.worst]
-        self.id_lines = [line + offset for line in self.id_lines]
 
     def merge(self, other: FileSummary) -> None:
         """Fold a later shard of the same file into this one (lines already absolute)."""
@@ -206,8 +209,6 @@ class FileSummary:
         self.shown = (self.shown + other.shown)[: self.max_shown]
         self.shown_allowable = (self.shown_allowable + other.shown_allowable)[: self.max_shown]
         self.file_findings += other.file_findings
-        self.ids += other.ids
-        self.id_lines += other.id_lines
         for name, values in other.channels.items():
             self.channels.setdefault(name, []).extend(values)
         self.read_error = self.read_error or other.read_error
