@@ -12,7 +12,7 @@ from .reader import (
     SKIPPED, AuditedRecord, Lines, LfsPointer, ReadError, Record, Rejected, Unusable,
     max_line_bytes, parse_line,
 )
-from .summary import FileSummary
+from .summary import FileSummary, SummaryView
 
 # Records are checked in batches so batch hooks (the tokenizer round trip) amortise their
 # calls; the id budget bounds the memory a batch of parsed ids may take.
@@ -109,7 +109,7 @@ def _check_batch(
                 found.append(f)
     if batch or unusable:
         for result in hook.pytest_tokaudit_check_batch(
-            records=batch, contract=contract, summary=summary, unusable=unusable
+            records=batch, contract=contract, summary=SummaryView(summary), unusable=unusable
         ):
             for f in as_findings(result):
                 if f.line is None:  # which record? Guessing would blame the wrong line
@@ -139,6 +139,7 @@ def check_file(path: Path, contract: Contract, hook: Any, summary: FileSummary) 
                 f"{n} record{'s break' if n != 1 else ' breaks'} {what}, at most {allowed} "
                 f"allowed ({contract.count_outliers} of {summary.audited:,} audited)",
             ))
-    for result in hook.pytest_tokaudit_check_file(path=path, summary=summary, contract=contract):
+    view = SummaryView(summary)
+    for result in hook.pytest_tokaudit_check_file(path=path, summary=view, contract=contract):
         for f in as_findings(result):
             summary.add_finding(f if f.line is None else Finding(f.check, f.message))

@@ -132,20 +132,46 @@ def evaluate(hook: Any, files: list[FileSummary], index: IdIndex | None, contrac
     return out
 
 
+BUDGET = "budget"  # channel: per part [billed, billed of unusable records, how many of them]
+
+
 class BudgetCheck:
     """Billed tokens over every file under tokaudit_budget; unusable records' spend included."""
 
     @pytest.hookimpl
     def pytest_tokaudit_dataset_checks(self, contract):
-        return ["budget"] if contract.budget is not None else None
+        return [BUDGET] if contract.budget is not None else None
+
+    @pytest.hookimpl
+    def pytest_tokaudit_check_batch(self, records, unusable, summary):
+        # Always filled (a few additions per batch), so a report written without a budget
+        # can still be merged under one.
+        values = summary.channel(BUDGET)
+        if not values:
+            values.append([0, 0, 0])
+        entry = values[-1]
+        entry[0] += sum(r.count for r in records)
+        for u in unusable:
+            if u.billed is not None:  # spend is spend, checkable or not
+                entry[1] += u.billed
+                entry[2] += 1
+        return None
 
     @pytest.hookimpl
     def pytest_tokaudit_check_dataset(self, name, dataset, contract):
-        if name != "budget":
+        if name != BUDGET:
             return None
-        files = dataset.files
-        spent = sum(s.billed_total for s in files)
-        unusable = sum(s.unusable_billed for s in files)
+        spent = unusable = 0
+        for _, values in dataset.channel(BUDGET):
+            for billed, billed_unusable, n_unusable in values:
+                spent += billed + billed_unusable
+                unusable += n_unusable
+        # A file that audited records but recorded no spend (its budget hook was turned
+        # off, say) would make the sum too small: no verdict rather than a false pass.
+        blind = [s.path for s in dataset.files if s.audited and not s.channels.get(BUDGET)]
+        if blind:
+            return Outcome.failed(f"no spend recorded for {plural(len(blind), 'file')}: "
+                                  f"{', '.join(blind[:5])}{' ...' if len(blind) > 5 else ''}")
         cap = contract.budget
         share = f" ({spent / cap:.1%})" if cap else ""
         cost = f"; {money(spent, contract)} of {money(cap, contract)}" if money(1, contract) else ""

@@ -23,6 +23,7 @@ from . import __version__
 from .contract import MAX_SHOWN, Contract, ContractError
 from .findings import Finding
 from .summary import IDS, FileSummary
+from .dataset import BUDGET
 
 FORMAT = 2  # 2: record ids moved into channels.ids (format 1 is still read)
 
@@ -249,7 +250,7 @@ def validate(data: Any, name: str) -> Report:
     files, metrics = [], {}
     where: dict[str, str] = {}  # path -> the entry that has it
     for i, entry in enumerate(data["files"]):
-        summary, figures = _file(v, f"files[{i}]", entry)
+        summary, figures = _file(v, f"files[{i}]", entry, fmt == 1)
         if summary.path in where:
             raise ReportError(f"{name}: files[{i}].path {summary.path!r} is also "
                               f"{where[summary.path]}.path")
@@ -274,7 +275,7 @@ def _coverage_ok(cov: Any) -> bool:
     )
 
 
-def _file(v: _Checker, at: str, entry: Any) -> tuple[FileSummary, dict[str, float]]:
+def _file(v: _Checker, at: str, entry: Any, fmt_1: bool) -> tuple[FileSummary, dict[str, float]]:
     entry = v.object(at, entry)
     if "path" not in entry:
         raise ReportError(f"{v.name}: {at}.path is missing")
@@ -313,6 +314,10 @@ def _file(v: _Checker, at: str, entry: Any) -> tuple[FileSummary, dict[str, floa
     channels = entry.get("channels", {})
     if type(channels) is not dict or not all(type(c) is list for c in channels.values()):
         v.fail(f"{at}.channels", "an object of lists (per-check channels)", channels)
+    if BUDGET not in channels and fmt_1:  # format 1 had no spend channel: its counts are it
+        channels[BUDGET] = [[entry.get("billed", 0), entry.get("billed_unusable", 0),
+                             entry.get("unusable_billed", 0)]]
+        entry["channels"] = channels
     if "ids" in entry:  # format 1 kept the record ids beside the channels
         channels[IDS] = [[None, v.list(f"{at}.ids", entry.pop("ids")),
                           v.list(f"{at}.id_lines", entry.pop("id_lines", []))]]

@@ -20,7 +20,7 @@ import re
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO, Callable, Final, Iterator, NamedTuple, Protocol, cast, final
+from typing import TYPE_CHECKING, Any, BinaryIO, Callable, Final, Iterator, NamedTuple, Protocol, cast, final
 
 import orjson
 
@@ -405,6 +405,9 @@ class AuditedRecord(Protocol):
         """A Finding that names this record's line and id."""
 
 
+_set = object.__setattr__
+
+
 class Record:
     """One audited record: its line, parsed object, id, billed count and token ids.
 
@@ -414,28 +417,45 @@ class Record:
     """
 
     __slots__ = ("line", "_data", "id", "count", "_ids", "_text", "n_ids", "_key")
-    # Read-only to a type checker. At run time they stay plain slots: a property would
-    # cost every read, and the checks read them for every record.
-    line: Final[int]
-    id: Final[str | int | None]
-    count: Final[int]
-    n_ids: Final[int]
+    # Read-only: to a type checker (Final) and at run time (__setattr__ raises). The reader
+    # sets the slots with object.__setattr__; plain slots keep every read as cheap as it was.
+    if TYPE_CHECKING:  # read-only attributes to a type checker; plain slots at run time
+        @property
+        def line(self) -> int: ...
+        @property
+        def id(self) -> str | int | None: ...
+        @property
+        def count(self) -> int: ...
+        @property
+        def n_ids(self) -> int: ...
+    _data: dict[str, Any]
+    _ids: list[int] | None
+    _text: IdsText | None
+    _key: str
 
     def __init__(self, line: int, data: dict[str, Any], record_id: Any, count: int,
                  ids: list[int] | None, text: IdsText | None = None, key: str = ""):
-        self.line = line
-        self._data = data
-        self.id = record_id
-        self.count = count
-        self._ids = ids
-        self._text = text
-        self.n_ids = len(ids) if ids is not None else text.n if text is not None else 0
-        self._key = key
+        _set(self, "line", line)
+        _set(self, "_data", data)
+        _set(self, "id", record_id)
+        _set(self, "count", count)
+        _set(self, "_ids", ids)
+        _set(self, "_text", text)
+        _set(self, "n_ids", len(ids) if ids is not None else text.n if text is not None else 0)
+        _set(self, "_key", key)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"a record is read-only (cannot set {name!r}); a check returns "
+                             "findings, e.g. record.finding(check, message)")
+
+    __delattr__ = __setattr__  # type: ignore[assignment]
 
     @property
     def ids(self) -> list[int]:
         if self._ids is None:
-            self._ids = self._text.to_list() if self._text is not None else []
+            ids = self._text.to_list() if self._text is not None else []
+            _set(self, "_ids", ids)
+            return ids
         return self._ids
 
     @property
@@ -475,17 +495,24 @@ class TextRecord(Record):
     `ids` when the record has none, else into `rebuilt` (for the ids_match_text check)."""
 
     __slots__ = ("texts", "rebuilt", "from_text")
+    texts: tuple[str, ...]
+    rebuilt: list[int] | None
+    from_text: bool
 
     def __init__(self, *args: Any, texts: tuple[str, ...] = (), **kw: Any):
         super().__init__(*args, **kw)
-        self.texts = texts
-        self.rebuilt: list[int] | None = None
-        self.from_text = self._ids is None and self._text is None  # no ids field
+        _set(self, "texts", texts)
+        _set(self, "rebuilt", None)
+        _set(self, "from_text", self._ids is None and self._text is None)  # no ids field
 
     def set_ids(self, ids: list[int]) -> None:
-        """The ids rebuilt from the text, set once before any check sees the record."""
-        self._ids = ids
-        self.n_ids = len(ids)  # type: ignore[misc]  # Final to the checks, not to the reader
+        """The ids rebuilt from the text, set once before any check sees the record: its
+        ids when it has none, else `rebuilt`."""
+        if self.from_text:
+            _set(self, "_ids", ids)
+            _set(self, "n_ids", len(ids))
+        else:
+            _set(self, "rebuilt", ids)
 
 
 class _Skipped(enum.Enum):

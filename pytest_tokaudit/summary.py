@@ -5,7 +5,8 @@ from __future__ import annotations
 import heapq
 import re
 from dataclasses import asdict, dataclass, field, fields, replace
-from typing import Any
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Mapping
 
 import orjson
 
@@ -240,3 +241,111 @@ class FileSummary:
             data[name] = [Finding.from_json(f) for f in data.get(name, [])]
         data["worst"] = [tuple(w) for w in data.get("worst", [])]
         return cls(**data)
+
+
+_HIDDEN = frozenset({"add_counts", "add_finding", "add_record_findings", "add_roundtrip",
+                     "rebase", "merge", "from_json"})
+
+
+class SummaryView:
+    """What the check hooks see of a FileSummary: every figure, read-only (lists come as
+    tuples, dicts as read-only mappings), and `channel(name)`, the one thing a hook fills."""
+
+    __slots__ = ("_summary",)
+    _summary: FileSummary
+
+    def __init__(self, summary: FileSummary):
+        object.__setattr__(self, "_summary", summary)
+
+    def channel(self, name: str) -> list[Any]:
+        """See FileSummary.channel: a JSON-able list for your dataset check."""
+        return self._summary.channel(name)
+
+    def __repr__(self) -> str:
+        return f"<tokaudit summary of {self._summary.path}>"
+
+    if TYPE_CHECKING:  # the figures, read-only to a type checker
+        @property
+        def path(self) -> str: ...
+        @property
+        def shard(self) -> int | None: ...
+        @property
+        def shards(self) -> int: ...
+        @property
+        def start(self) -> int: ...
+        @property
+        def lines(self) -> int: ...
+        @property
+        def records(self) -> int: ...
+        @property
+        def audited(self) -> int: ...
+        @property
+        def skipped(self) -> int: ...
+        @property
+        def checked(self) -> int: ...
+        @property
+        def billed(self) -> int: ...
+        @property
+        def counted(self) -> int: ...
+        @property
+        def absdiff(self) -> int: ...
+        @property
+        def max_absdiff(self) -> int: ...
+        @property
+        def findings(self) -> int: ...
+        @property
+        def allowable(self) -> int: ...
+        @property
+        def by_check(self) -> Mapping[str, int]: ...
+        @property
+        def outliers(self) -> Mapping[str, int]: ...
+        @property
+        def shown(self) -> tuple[Finding, ...]: ...
+        @property
+        def file_findings(self) -> tuple[Finding, ...]: ...
+        @property
+        def channels(self) -> Mapping[str, list[Any]]: ...
+        @property
+        def billed_total(self) -> int: ...
+        @property
+        def mean_billed(self) -> float: ...
+        @property
+        def mean_counted(self) -> float: ...
+        @property
+        def mean_absdiff(self) -> float: ...
+        @property
+        def mean_ratio(self) -> float: ...
+        @property
+        def rt_checked(self) -> int: ...
+        @property
+        def rt_ratio_mean(self) -> float: ...
+        @property
+        def read_error(self) -> str | None: ...
+        @property
+        def complete(self) -> bool: ...
+        @property
+        def failed(self) -> bool: ...
+        def forgiven(self, check: str) -> bool | None: ...
+        def worst_records(self) -> list[tuple[int, int, Any, int, int]]: ...
+        def to_json(self) -> str: ...
+    else:
+        def __getattr__(self, name: str) -> Any:
+            if name.startswith("_") or name in _HIDDEN:
+                raise AttributeError(f"the summary handed to hooks has no {name!r} (read-only)")
+            value = getattr(self._summary, name)
+            if type(value) is list:
+                return tuple(value)
+            if type(value) is dict:
+                return MappingProxyType(value)
+            return value
+
+        def __setattr__(self, name: str, value: Any) -> None:
+            raise AttributeError(f"the summary handed to hooks is read-only (cannot set "
+                                 f"{name!r}); a hook fills summary.channel(name)")
+
+        __delattr__ = __setattr__
+
+
+def writable(summary: FileSummary | SummaryView) -> FileSummary:
+    """The summary behind a view: for the built-in round trip, whose figures it keeps."""
+    return summary._summary if isinstance(summary, SummaryView) else summary

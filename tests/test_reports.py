@@ -128,6 +128,23 @@ def test_a_format_1_report_keeps_its_record_ids(report: dict, pytester: pytest.P
     save(pytester, "old.json", changed(report, as_format_1))
     loaded = jsonreport.load(pytester.path / "old.json")
     assert [s.channels["ids"] for s in loaded.files] == [[[None, [1, 2], [1, 2]]], [[None, [3], [1]]]]
+    # Nor had it a spend channel: its billed counts stand in, so a budget still sees them.
+    assert [s.channels["budget"] for s in loaded.files] == [[[40, 0, 0]], [[10, 0, 0]]]
+
+
+def test_merge_gives_no_budget_verdict_on_a_file_without_its_spend(
+    pytester: pytest.Pytester, report: dict, capsys
+):
+    def blind(data: dict) -> None:
+        data["contract"]["tokaudit_budget"] = "45"
+        del data["files"][1]["channels"]["budget"]
+    save(pytester, "blind.json", changed(report, blind))
+    rc, out, _ = merge(capsys, "blind.json")
+    assert rc == 1
+    assert "FAILED tokaudit::budget - no spend recorded for 1 file: data/b.jsonl" in out
+    save(pytester, "seen.json", changed(report, lambda d: d["contract"].update(tokaudit_budget="45")))
+    rc, out, _ = merge(capsys, "seen.json")
+    assert "FAILED tokaudit::budget - over budget: billed 50 of 45 tokens (111.1%)" in out
 
 
 # -- F. a malformed baseline is a usage error at start-up ----------------------------------------

@@ -89,3 +89,52 @@ def test_a_batch_finding_without_a_line_is_an_error_naming_the_fix(project: TokP
     assert "PASSED data/b.jsonl::tokaudit" in out  # the other file is audited as usual
     # The file was not audited to the end: no dataset verdict passes on it.
     assert "PASSED pytest.ini::tokaudit::coverage" not in out
+
+
+WRITES = '''
+def pytest_tokaudit_check_record(record):
+    if record.id == 2:
+        record.count = 10 ** 6
+
+
+def pytest_tokaudit_check_file(summary):
+    summary.checked = 0
+'''
+
+
+@pytest.mark.parametrize("hook", ["record", "file"])
+def test_what_hooks_are_handed_is_read_only(project: TokProject, hook: str):
+    project.ini(testpaths="data")
+    body = WRITES.split("\n\n\n")[0 if hook == "record" else 1]
+    project.write("conftest.py", body)
+    project.jsonl("data/a.jsonl", [rec(i) for i in range(1, 4)])
+    result = project.run("-rA")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
+    expected = {
+        "record": "AttributeError: a record is read-only (cannot set 'count'); a check returns "
+                  "findings, e.g. record.finding(check, message)",
+        "file": "AttributeError: the summary handed to hooks is read-only (cannot set 'checked'); "
+                "a hook fills summary.channel(name)",
+    }[hook]
+    # The user's line is in the traceback; the error says what to do instead.
+    assert any(line.startswith("E ") and line.strip().endswith(expected)
+               for line in result.stdout.lines), result.stdout.str()
+    assert "INTERNALERROR" not in result.stdout.str()
+
+
+def test_the_summary_view_shows_figures_and_hides_the_writers():
+    from pytest_tokaudit.findings import Finding
+    from pytest_tokaudit.summary import FileSummary, SummaryView
+
+    summary = FileSummary(path="a.jsonl", checked=3, billed=30)
+    summary.add_finding(Finding("x", "y", 1))
+    view = SummaryView(summary)
+    assert (view.checked, view.billed, view.mean_billed, view.failed) == (3, 30, 10.0, True)
+    assert view.shown == (Finding("x", "y", 1),) and dict(view.by_check) == {"x": 1}
+    with pytest.raises(TypeError):
+        view.by_check["x"] = 5  # type: ignore[index]
+    for name in ("add_finding", "merge", "rebase", "_summary_"):
+        with pytest.raises(AttributeError):
+            getattr(view, name)
+    view.channel("mine").append(1)
+    assert summary.channels == {"mine": [1]}
