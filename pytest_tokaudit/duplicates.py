@@ -12,13 +12,14 @@ from typing import Any
 import pytest
 
 from .dataset import DUPLICATES_SHOWN, Outcome, plural
+from .findings import location
 
 CHANNEL = "unique_text"
 
 
 def _digest(record: Any) -> str:
     """A digest of the ids as canonical text (",1,2,3,"): the fast path's bytes as they are."""
-    csv = record._csv if record._ids is None else None
+    csv = getattr(record, "_csv", None) if record._ids is None else None  # Parquet: no _csv
     if csv is None:
         ids = record.ids
         csv = b"," + ",".join(map(str, ids)).encode() + b"," if ids else b","
@@ -63,7 +64,7 @@ class UniqueTextCheck:
         lines = []
         for places in dup[:DUPLICATES_SHOWN]:
             where = ", ".join(
-                f"{path}:{line}" if shard is None else f"{path} (shard {shard}, line {line} of it)"
+                location(path, line) if shard is None else f"{path} (shard {shard}, line {line} of it)"
                 for path, line, _, shard in places)
             ids = ", ".join(repr(rid) for rid in dict.fromkeys(rid for _, _, rid, _ in places))
             lines.append(f"{id_name} {ids}: the same completion: {where}")

@@ -179,7 +179,7 @@ def _qwen2_pipeline(backend: Any, config: dict[str, Any]) -> bool:
     )
 
 
-def _config_specials(config: dict[str, Any]) -> dict[str, str | None] | None:
+def _config_specials(config: dict[str, Any]) -> dict[str, str] | None:
     """The special tokens tokenizer_config.json names: attribute -> token, and
     "additional" -> each extra one; None for a value this module cannot read."""
     def name(value: Any) -> str | None | bool:
