@@ -5,6 +5,7 @@
     python benchmarks/generate.py --out /tmp/tokaudit-bench --size 500     # ~500 MB
     python benchmarks/generate.py --out /tmp/tokaudit-bench --tokenizer    # Qwen3 round trip
     python benchmarks/generate.py --out /tmp/tokaudit-bench --size 500 --parquet  # + 500mb.parquet
+    python benchmarks/generate.py --out /tmp/tokaudit-bench --raw --size 40  # raw API responses
 
 Each line is one JSON object written with orjson. About 1% of records have a
 billed count outside tolerance, ~0.4% break the structure contract in one of
@@ -338,6 +339,66 @@ def write_roundtrip_file(path, tokenizer_dir, n_bytes, seed=0):
     return write_lines(path, lines(), n_bytes=n_bytes)
 
 
+RAW_MODELS = ["qwen/qwen3-32b"] * 5 + ["qwen/qwen3-235b-a22b"] * 2 + ["qwen/qwen3-8b"]
+P_CUT = 0.003  # raw file: responses cut at max_tokens (finish_reason "length")
+
+
+def prose_lines():
+    """English prose: the Python documentation's topics (pydoc_data), line by line."""
+    import pydoc_data.topics
+
+    topics = pydoc_data.topics.topics
+    return [line + "\n" for key in sorted(topics) for line in topics[key].splitlines()]
+
+
+def write_raw_file(path, tokenizer_dir, n_bytes, seed=0):
+    """Raw OpenRouter-shaped chat completions, text only: reasoning from the Python docs'
+    prose, content from stdlib source, `usage.completion_tokens` the exact Qwen3 count of
+    reasoning + </think> + content + <|im_end|> (what the model emitted). About 1% are
+    billed outside tolerance and ~0.3% were cut at max_tokens (finish_reason "length")."""
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(os.path.join(tokenizer_dir, "tokenizer.json"))
+    rng = random.Random(seed)
+    prose, source = prose_lines(), stdlib_lines()
+
+    def chunk(lines, n_tokens, per_line):
+        n_lines = max(3, n_tokens // per_line)
+        start = rng.randrange(len(lines) - n_lines)
+        return "".join(lines[start : start + n_lines])
+
+    def lines():
+        for base in itertools.count(0, 64):
+            batch = []
+            for _ in range(64):
+                n = length(rng, hi=8000)
+                split = int(n * rng.uniform(0.4, 0.9))
+                reasoning = chunk(prose, split, 18) if rng.random() > 0.05 else None
+                batch.append((reasoning, chunk(source, n - split, 9)))
+            # The whole completion as the model emitted it: one encode per response.
+            texts = [f"{r or ''}</think>{c}<|im_end|>" for r, c in batch]
+            for k, ((reasoning, content), enc) in enumerate(zip(batch, tok.encode_batch(texts, add_special_tokens=False))):
+                n = len(enc.ids)
+                message = {"role": "assistant", "content": content}
+                if reasoning is not None:
+                    message["reasoning"] = reasoning
+                rec = {
+                    "id": f"gen-{seed}-{base + k:08d}",
+                    "model": rng.choice(RAW_MODELS),
+                    "provider": rng.choice(["Together", "DeepInfra", "Fireworks", "Novita", "Parasail"]),
+                    "object": "chat.completion",
+                    "created": 1_760_000_000 + base + k,
+                    "choices": [{"index": 0, "message": message,
+                                 "finish_reason": "length" if rng.random() < P_CUT else "stop"}],
+                    "usage": {"prompt_tokens": rng.randint(30, 2000),
+                              "completion_tokens": billed_for(rng, n, rng.random() < P_MISMATCH),
+                              "completion_tokens_details": {"reasoning_tokens": n // 2}},
+                }
+                yield orjson.dumps(rec, option=orjson.OPT_APPEND_NEWLINE)
+
+    return write_lines(path, lines(), n_bytes=n_bytes)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default="/tmp/tokaudit-bench", help="output directory")
@@ -351,12 +412,22 @@ def main():
         help="write roundtrip.jsonl tokenised with this HF tokenizer dir (default: bundled Qwen3); "
         "--size MB sets its size (default 4)",
     )
+    ap.add_argument("--raw", action="store_true",
+                    help="write raw.jsonl: raw chat completions (text, usage, no ids), real text counted "
+                    "with the bundled Qwen3 tokenizer (or --tokenizer DIR); --size MB (default 40)")
     ap.add_argument("--parquet", action="store_true",
                     help="also write the Parquet twin (NAME.parquet) of the contract file --size names")
     ap.add_argument("--row-group-mb", type=float, default=64, help="Parquet row group size (Arrow MB)")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
 
+    if args.raw:
+        mb = float(args.size) if args.size.replace(".", "", 1).isdigit() else 40.0
+        path = os.path.join(args.out, "raw.jsonl")
+        records, written = write_raw_file(path, args.tokenizer or default_tokenizer_dir(),
+                                          int(mb * 1e6), args.seed)
+        print(f"{path}: {records} records, {written / 1e6:.1f} MB")
+        return
     if args.tokenizer is not None:
         mb = float(args.size) if args.size.replace(".", "", 1).isdigit() else 4.0
         path = os.path.join(args.out, "roundtrip.jsonl")

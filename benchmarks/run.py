@@ -32,7 +32,7 @@ from importlib.metadata import PackageNotFoundError, version
 HERE = os.path.dirname(os.path.abspath(__file__))
 PY = sys.executable
 PAGE = os.sysconf("SC_PAGE_SIZE")
-ALL = ["stdlib", "orjson", "duckdb", "pyarrow", "pytest-n0", "pytest-n2", "startup", "roundtrip"]
+ALL = ["stdlib", "orjson", "duckdb", "pyarrow", "pytest-n0", "pytest-n2", "startup", "roundtrip", "template"]
 THROUGHPUT = {"stdlib", "orjson", "duckdb", "pyarrow", "pytest-n0", "pytest-n2"}
 
 CONTRACT_INI = """[pytest]
@@ -46,6 +46,20 @@ tokaudit_forbid = {forbid}
 """
 KIMI = dict(once=163607, last=163586, forbid=163606)
 QWEN3 = dict(once=151668, last=151645, forbid=151667)  # </think>, <|im_end|>, <think>
+# Raw chat completions (generate.py --raw): ids rebuilt from the text through the template.
+TEMPLATE_INI = """[pytest]
+tokaudit_tokenizer = {tokenizer}
+tokaudit_id_field = id
+tokaudit_count_field = usage.completion_tokens
+tokaudit_text_template = {{choices.0.message.reasoning?}}</think>{{choices.0.message.content}}<|im_end|>
+tokaudit_finish_reason = stop
+tokaudit_count_abs = 8
+tokaudit_count_rel = 2%
+tokaudit_count_mean_rel = 0.5%
+tokaudit_require_once = </think>
+tokaudit_require_last = <|im_end|>
+tokaudit_forbid = <think>
+"""
 PYTEST_OPTS = ["-p", "no:cacheprovider", "-q"]  # main() appends --pytest-opts
 # Where hypothesis is installed (the plugin's [test] extra) its pytest plugin
 # imports it at startup: ~1 s per process, xdist workers included, that says
@@ -361,13 +375,39 @@ def bench_roundtrip(path, work, args):
     return rows
 
 
+def count_raw_tokens(path):
+    """The billed tokens of a raw-response file (usage.completion_tokens)."""
+    import orjson
+
+    with open(path, "rb") as f:
+        return sum(orjson.loads(line)["usage"]["completion_tokens"] for line in f)
+
+
+def bench_template(path, work, args):
+    size, lines = warm(path)
+    tokens = count_raw_tokens(path)
+    ini = write(os.path.join(work, "template", "pytest.ini"), TEMPLATE_INI.format(tokenizer=args.tokenizer))
+    raw = Row("ref_template (ref)",
+              [PY, os.path.join(HERE, "ref_template.py"), path, "--tokenizer", args.tokenizer], HERE)
+    rows = [raw] + [
+        Row(f"pytest --tokaudit -n {n}", pytest_cmd(ini, "--tokaudit", path, "-n", n),
+            os.path.dirname(ini), ok_codes=(0, 1), findings=pytest_findings)
+        for n in ("0", "2")
+    ]
+    interleave(rows, args.repeat, args.timeout)
+    report(f"template: {os.path.basename(path)}, {size / 1e6:.1f} MB, {lines:,} records, {tokens:,} tokens",
+           rows, raw, [("tokens/s", tokens)])
+    return rows
+
+
 # --- main ----------------------------------------------------------------
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", default="/tmp/tokaudit-bench", help="directory written by generate.py")
-    ap.add_argument("--files", help="comma list of data files (default: every *.jsonl but roundtrip.jsonl, "
+    ap.add_argument("--files", help="comma list of data files (default: every *.jsonl but roundtrip.jsonl "
+                    "and raw.jsonl, "
                     "and every *.parquet)")
     ap.add_argument("--repeat", type=int, default=3, help="runs per row (median)")
     ap.add_argument("--startup-repeat", type=int, default=10)
@@ -391,7 +431,7 @@ def main():
         files = [os.path.join(args.data, f) for f in args.files.split(",")]
     else:
         files = sorted((os.path.join(args.data, f) for f in os.listdir(args.data)
-                        if f.endswith((".jsonl", ".parquet")) and f != "roundtrip.jsonl"),
+                        if f.endswith((".jsonl", ".parquet")) and f not in ("roundtrip.jsonl", "raw.jsonl")),
                        key=os.path.getsize)
 
     print(f"# tokaudit benchmarks\n\nPython {platform.python_version()}, {versions()}; "
@@ -412,6 +452,13 @@ def main():
             results["roundtrip"] = bench_roundtrip(rt, work, args)
         else:
             print(f"\n(round trip skipped: no {rt} or tokenizer; run generate.py --tokenizer)")
+
+    raw = os.path.join(args.data, "raw.jsonl")
+    if "template" in which:
+        if os.path.exists(raw) and args.tokenizer:
+            results["template"] = bench_template(raw, work, args)
+        else:
+            print(f"\n(template skipped: no {raw} or tokenizer; run generate.py --raw)")
 
     print("\nCommands (cwd, then command):\n")
     seen = set()

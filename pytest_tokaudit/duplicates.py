@@ -13,6 +13,7 @@ import pytest
 
 from .dataset import DUPLICATES_SHOWN, Outcome, plural
 from .fastids import canonical
+from .findings import location
 
 CHANNEL = "unique_text"
 
@@ -61,7 +62,7 @@ class UniqueTextCheck:
         lines = []
         for places in dup[:DUPLICATES_SHOWN]:
             where = ", ".join(
-                f"{path}:{line}" if shard is None else f"{path} (shard {shard}, line {line} of it)"
+                location(path, line) if shard is None else f"{path} (shard {shard}, line {line} of it)"
                 for path, line, _, shard in places)
             ids = ", ".join(repr(rid) for rid in dict.fromkeys(rid for _, _, rid, _ in places))
             lines.append(f"{id_name} {ids}: the same completion: {where}")

@@ -16,19 +16,27 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
-from typing import Any, Final, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from .contract import MISSING, Contract
+from .fields import CountSum, count_paths
 from .findings import Finding
 from .reader import (
+    _INDEX,
     I64_MIN,
     U64_MAX,
     Rejected,
     SourceError,
+    Record,
+    TextRecord,
     Unusable,
+    _set,
     _count_problem,
     _id_problem,
+    _schema,
+    _template_texts,
     check_ids,
+    get_path,
 )
 from .summary import FileSummary
 
@@ -99,24 +107,48 @@ class ArrowRecord:
 
     __slots__ = ("line", "id", "count", "n_ids", "last_id", "_hits", "_ids_col", "_row",
                  "_batch", "_ids")
-    # Read-only to a type checker; plain slots at run time, as reader.Record's.
-    line: Final[int]
-    id: Final[str | int | None]
-    count: Final[int]
-    n_ids: Final[int]
-    last_id: Final[int | None]
+    # Read-only, as reader.Record's: properties to a type checker, plain slots set through
+    # object.__setattr__ at run time, and any other set raises.
+    if TYPE_CHECKING:
+        @property
+        def line(self) -> int: ...
+        @property
+        def id(self) -> str | int | None: ...
+        @property
+        def count(self) -> int: ...
+        @property
+        def n_ids(self) -> int: ...
+        @property
+        def last_id(self) -> int | None: ...
+    _ids: list[int] | None
+    _hits: dict[int, Counter[int]]
+    _ids_col: Any
+    _batch: Any
+    _row: int
 
     def __init__(self, line: int, record_id: Any, count: int, n_ids: int, last_id: int | None,
                  hits: dict[int, Counter[int]], ids_col: Any, batch: Any, row: int) -> None:
-        self.line, self.id, self.count, self.n_ids, self.last_id = line, record_id, count, n_ids, last_id
         # token -> Counter(row -> occurrences), for the contract's tokens, shared by the batch
-        self._hits, self._ids_col, self._batch, self._row = hits, ids_col, batch, row
-        self._ids: list[int] | None = None
+        _set(self, "line", line)
+        _set(self, "id", record_id)
+        _set(self, "count", count)
+        _set(self, "n_ids", n_ids)
+        _set(self, "last_id", last_id)
+        _set(self, "_hits", hits)
+        _set(self, "_ids_col", ids_col)
+        _set(self, "_batch", batch)
+        _set(self, "_row", row)
+        _set(self, "_ids", None)
+
+    __setattr__ = Record.__setattr__
+    __delattr__ = Record.__delattr__
 
     @property
     def ids(self) -> list[int]:
         if self._ids is None:
-            self._ids = self._ids_col[self._row].as_py()
+            ids = self._ids_col[self._row].as_py()
+            _set(self, "_ids", ids)
+            return ids
         return self._ids
 
     @property
@@ -139,19 +171,57 @@ class ArrowRecord:
 
 
 def _column(batch: Any, field: tuple[str, ...]) -> Any:
-    """The column at a dotted path (struct fields below the first name), or MISSING."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
+    """The values at a dotted path (struct fields, list indices below the first name), or
+    MISSING; null where a row's value is null or its list too short."""
     names = batch.schema.names
     if field[0] not in names:
         return MISSING
     col = batch.column(names.index(field[0]))
     for part in field[1:]:
-        if not pa.types.is_struct(col.type) or col.type.get_field_index(part) < 0:
+        col = _step(col, part)
+        if col is MISSING:
             return MISSING
-        col = pc.struct_field(col, part)
     return col
+
+
+def _is_list(t: Any) -> bool:
+    import pyarrow as pa
+
+    return bool(pa.types.is_list(t) or pa.types.is_large_list(t))
+
+
+def _step(col: Any, part: str) -> Any:
+    """One part of a dotted path: a struct's field, or a list's element (`choices.0`)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if isinstance(col, pa.ChunkedArray):
+        col = col.combine_chunks()
+    t = col.type
+    if pa.types.is_struct(t):
+        return pc.struct_field(col, part) if t.get_field_index(part) >= 0 else MISSING
+    if _is_list(t) and _INDEX(part):
+        k = int(part)
+        long_enough = pc.fill_null(pc.greater(pc.list_value_length(col), k), False)
+        # `offsets` index the unsliced `values`; rows without element k take null.
+        at = pc.if_else(long_enough, pc.add(col.offsets[:-1], k), None)
+        return pc.take(col.values, at)
+    return MISSING
+
+
+def _field_type(schema: Any, field: tuple[str, ...]) -> Any:
+    """The type at a dotted path of the schema, or a string saying where it breaks."""
+    t: Any = schema
+    for k, part in enumerate(field):
+        if k and _is_list(t) and _INDEX(part):
+            t = t.value_type
+            continue
+        index = t.get_field_index(part) if hasattr(t, "get_field_index") else -1
+        if index < 0:
+            where = ".".join(field[:k]) or "the file"
+            return f"no column {'.'.join(field)!r} in {where} (columns: {', '.join(schema.names)})"
+        t = t.field(index).type
+    return t
 
 
 def _is_int_type(t: Any) -> bool:
@@ -161,29 +231,35 @@ def _is_int_type(t: Any) -> bool:
 
 
 def _schema_problem(schema: Any, contract: Contract) -> str | None:
-    """A column the contract reads that is missing or of a type no row could pass with."""
+    """A column the contract reads that is missing or of a type no row could pass with.
+
+    With a text template the ids column may be absent (the ids are rebuilt from the text);
+    an optional addend of a sum may be absent (it counts 0). Text columns are judged per
+    row, as in JSONL: a value that is not a string is a finding at its row."""
     import pyarrow as pa
 
-    if type(contract.count_field) is not tuple or contract.text_template is not None:
-        return ("a sum in tokaudit_count_field and tokaudit_text_template are not supported for "
-                "Parquet files yet (JSONL only)")
-    fields = [("id", contract.id_field), ("count", contract.count_field), ("ids", contract.ids_field)]
+    template = contract.text_template is not None
+    fields: list[tuple[str, tuple[str, ...], bool]] = [("id", contract.id_field, False)]
+    if isinstance(contract.count_field, CountSum):
+        fields += [("count", t.path, t.optional) for t in contract.count_field.terms]
+    else:
+        fields.append(("count", contract.count_field, False))
+    fields.append(("ids", contract.ids_field, template))
     if contract.where:
-        fields.append(("where", contract.where))
-    for role, field in fields:
+        fields.append(("where", contract.where, False))
+    if template:
+        assert contract.text_template is not None
+        fields += [("text", ph.path, ph.optional) for ph in contract.text_template.placeholders]
+    for role, field, optional in fields:
         if not field:
             continue
-        t: Any = schema
-        for k, part in enumerate(field):
-            index = t.get_field_index(part) if hasattr(t, "get_field_index") else -1
-            if index < 0:
-                where = ".".join(field[:k]) or "the file"
-                return f"no column {'.'.join(field)!r} in {where} (columns: {', '.join(schema.names)})"
-            t = t.field(index).type
+        t = _field_type(schema, field)
+        if isinstance(t, str):
+            if optional:
+                continue
+            return t
         name = ".".join(field)
-        if role == "ids" and not (
-            (pa.types.is_list(t) or pa.types.is_large_list(t)) and _is_int_type(t.value_type)
-        ):
+        if role == "ids" and not (_is_list(t) and _is_int_type(t.value_type)):
             return f"column {name!r} must be a list of integer token ids, found {t}"
         if role == "count" and not _is_int_type(t):
             return f"column {name!r} must be an integer column, found {t}"
@@ -192,15 +268,17 @@ def _schema_problem(schema: Any, contract: Contract) -> str | None:
     return None
 
 
-def _count_path(contract: Contract) -> tuple[str, ...]:
-    """The count field; a sum never gets this far (_schema_problem refuses it)."""
-    assert isinstance(contract.count_field, tuple)
-    return contract.count_field
-
-
-def _top_columns(contract: Contract) -> list[str]:
-    fields = [contract.id_field, _count_path(contract), contract.ids_field, contract.where]
-    return list(dict.fromkeys(f[0] for f in fields if f))
+def _top_columns(contract: Contract, schema: Any) -> list[str]:
+    """The top-level columns the contract reads that the file has (a missing one that
+    matters is a schema problem already)."""
+    fields = [contract.id_field, *count_paths(contract.count_field), contract.ids_field, contract.where]
+    if contract.text_template is not None:
+        fields += contract.text_template.paths
+    if contract.finish_reason:
+        fields.append(contract.finish_reason_field)
+    fields += [tuple(f.split(".")) for f in contract.group_by]
+    names = set(schema.names)
+    return [name for name in dict.fromkeys(f[0] for f in fields if f) if name in names]
 
 
 def audit_parquet(path: Any, contract: Contract, hook: Any, summary: FileSummary,
@@ -251,10 +329,13 @@ def _audit_parquet(pq: Any, source: Any, contract: Contract, hook: Any, summary:
     row_groups = list(range(*groups)) if groups else None
     line = 0
     try:
+        rows_of = _text_rows_of if contract.text_template is not None else _rows_of
         for batch in pf.iter_batches(batch_size=BATCH_ROWS, row_groups=row_groups,
-                                     columns=_top_columns(contract), use_threads=False):
-            records, pending, unusable = [], [], []
-            for item in _rows_of(batch, line, contract, tokens):
+                                     columns=_top_columns(contract, pf.schema_arrow), use_threads=False):
+            records: list[Any] = []
+            pending: list[Finding] = []
+            unusable: list[Unusable] = []
+            for item in rows_of(batch, line, contract, tokens):
                 summary.records += 1
                 if item is None:
                     summary.skipped += 1
@@ -320,11 +401,16 @@ def _rows_of(batch: Any, before: int, contract: Contract,
     hits = {t: Counter(pc.take(parents, pc.indices_nonzero(pc.equal(flat, t))).to_pylist())
             for t in tokens}
     id_vals = _values(batch, contract.id_field) if contract.id_field else [None] * n
-    count_vals = _values(batch, _count_path(contract))
+    count_field = contract.count_field
+    if isinstance(count_field, CountSum):
+        terms = [(t, _values(batch, t.path, n)) for t in count_field.terms]
+        count_name = str(count_field)
+    else:
+        count_vals = _values(batch, count_field)
+        count_name = ".".join(count_field)
     flags = _values(batch, contract.where) if contract.where else None
     n_ids = filled.to_pylist()
     id_name = ".".join(contract.id_field)
-    count_name = ".".join(_count_path(contract))
     ids_name = ".".join(contract.ids_field)
     for row in range(n):
         line = before + row + 1
@@ -336,20 +422,69 @@ def _rows_of(batch: Any, before: int, contract: Contract,
         if contract.id_field and not (type(rid) is str or type(rid) is int and I64_MIN <= rid <= U64_MAX):
             problems.append(_id_problem(rid, id_name))
             rid = None
-        count = count_vals[row]
-        if not (type(count) is int and 0 <= count <= U64_MAX):
-            problems.append(_count_problem(count, count_name))
-            count = None
+        if isinstance(count_field, CountSum):
+            count = _sum(terms, row, problems, count_name)
+        else:
+            count = count_vals[row]
+            if not (type(count) is int and 0 <= count <= U64_MAX):
+                problems.append(_count_problem(count, count_name))
+                count = None
         if row in bad_rows:
             why = check_ids(ids_col[row].as_py(), ids_name)
             assert why is not None  # a null list or element, or a negative id: never valid
             problems.append(why)
-        if problems:
+        if problems or count is None:
             yield Rejected([Finding("schema", p, line, rid) for p in problems], rid, count)
             continue
         yield ArrowRecord(line, rid, count, n_ids[row], lasts[row], hits, ids_col, batch, row)
 
 
-def _values(batch: Any, field: tuple[str, ...]) -> list[Any]:
+def _sum(terms: list[tuple[Any, list[Any]]], row: int, problems: list[str], formula: str) -> int | None:
+    """A billing sum for one row, as reader._count_sum words it (an optional addend that is
+    null, or whose column is absent, counts 0)."""
+    total, bad = 0, False
+    for term, values in terms:
+        value = values[row]
+        if term.optional and value is None:
+            continue
+        if type(value) is int and 0 <= value <= U64_MAX:
+            total += value
+        else:
+            problems.append(_count_problem(value, ".".join(term.path)))
+            bad = True
+    if not bad and total > U64_MAX:
+        problems.append(f"{formula} = {total} is out of range (over 2**64-1)")
+    return None if bad or total > U64_MAX else total
+
+
+def _text_rows_of(batch: Any, before: int, contract: Contract,
+                  tokens: tuple[int, ...]) -> Iterator[TextRecord | Rejected | None]:
+    """Rows read with a text template: each row as the Python object its JSONL twin holds
+    (the columns read), judged by the JSONL reader's own functions, so the findings are
+    the same. The text is needed as Python strings anyway, to be encoded.
+
+    Parquet has no absent field, only null: a null ids list counts as absent (the ids
+    are rebuilt from the text), and a null where a path breaks is named as null."""
+    ids_field = contract.ids_field
+    for row, obj in enumerate(batch.to_pylist()):
+        line = before + row + 1
+        if contract.where:
+            flag = get_path(obj, contract.where)
+            if flag is MISSING or not flag:
+                yield None
+                continue
+        parent = get_path(obj, ids_field[:-1]) if len(ids_field) > 1 else obj
+        if type(parent) is dict and ids_field[-1] in parent and parent[ids_field[-1]] is None:
+            del parent[ids_field[-1]]
+        problems, record_id, count, ids = _schema(obj, contract, True)
+        texts = _template_texts(obj, contract, problems)
+        if problems or texts is None:
+            yield Rejected([Finding("schema", p, line, record_id) for p in problems], record_id, count)
+            continue
+        yield TextRecord(line, obj, record_id, count, ids, texts=texts)
+
+
+def _values(batch: Any, field: tuple[str, ...], n: int = 0) -> list[Any]:
+    """The Python values at a dotted path; [None] * n where the file has no such column."""
     col = _column(batch, field)
-    return col.to_pylist()
+    return [None] * n if col is MISSING else col.to_pylist()

@@ -1,7 +1,10 @@
 """Local Hugging Face tokenizers: loading, token names -> ids, decode->encode round trip.
 
-transformers is imported lazily, inside `load_tokenizer`: a run without a tokenizer
-must not pay for it.
+A tokenizer.json that says all there is to say (a fast tokenizer loaded as-is, or Qwen2's
+pipeline, which transformers would rebuild identically) is loaded with `tokenizers` alone
+(FastTokenizer): importing transformers costs ~2 s per process. Anything else goes through
+transformers, imported lazily inside `load_tokenizer`: a run without a tokenizer pays for
+neither.
 """
 
 from __future__ import annotations
@@ -77,6 +80,10 @@ def _load(directory: str, trust_remote_code: bool) -> Any:
     if remote and not trust_remote_code:
         raise TokenizerError(f"the tokenizer in {directory} needs remote code ({remote}); "
                              f"to allow it to run, {_TRUST_HINT}")
+    if not remote:
+        direct = _load_direct(where)
+        if direct is not None:
+            return direct
     try:
         transformers = _import_transformers()
         with _quiet(transformers):
@@ -89,6 +96,179 @@ def _load(directory: str, trust_remote_code: bool) -> Any:
     # A slow (pure Python) tokenizer, e.g. Kimi K2's tiktoken one, is accepted: roundtrip()
     # then goes record by record through tok.decode/tok.encode, which is much slower.
     return tok
+
+
+# Classes transformers loads tokenizer.json for as it is.
+_AS_IS = frozenset({"PreTrainedTokenizerFast", "TokenizersBackend"})
+# Classes whose pipeline transformers (5) rebuilds from vocab and merges: direct only when
+# tokenizer.json's pipeline is the one it would build (_qwen2_pipeline).
+_QWEN2 = frozenset({"Qwen2Tokenizer", "Qwen2TokenizerFast"})
+_SPECIAL_KEYS = ("bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token",
+                 "mask_token")
+_QWEN2_DEFAULTS = {"unk_token": "<|endoftext|>", "eos_token": "<|endoftext|>",
+                   "pad_token": "<|endoftext|>"}  # Qwen2Tokenizer's, for keys the config lacks
+
+
+def _load_direct(where: Path) -> FastTokenizer | None:
+    """tokenizer.json loaded with `tokenizers`, where that gives the tokenizer transformers
+    would load; None where transformers must load it (another class, no tokenizer.json, a
+    special token tokenizer.json lacks, tokenizers not installed)."""
+    try:
+        config = json.loads((where / "tokenizer_config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    file = where / "tokenizer.json"
+    if not isinstance(config, dict) or not file.is_file():
+        return None
+    kind = config.get("tokenizer_class")
+    if kind not in _AS_IS and kind not in _QWEN2:
+        return None
+    try:
+        from tokenizers import Tokenizer
+    except ImportError:
+        return None
+    try:
+        backend = Tokenizer.from_file(str(file))
+    except Exception as exc:  # the Rust side raises plain Exceptions for a bad file
+        raise TokenizerError(f"cannot load the tokenizer in {where}: {_one_line(exc)}") from exc
+    if kind in _QWEN2:
+        if not _qwen2_pipeline(backend, config):
+            return None
+        config = {**_QWEN2_DEFAULTS, **config}
+    specials = _config_specials(config)
+    if specials is None or any(backend.token_to_id(name) is None for name in specials.values()):
+        return None  # transformers would add the token: let it
+    for index, entry in (config.get("added_tokens_decoder") or {}).items():
+        content = entry.get("content") if isinstance(entry, dict) else None
+        if not str(index).isdigit() or backend.id_to_token(int(index)) != content:
+            return None
+    return FastTokenizer(backend, config, specials)
+
+
+def _state(component: Any) -> Any:
+    """A pipeline component as JSON, without trim_offsets (offsets only, never ids)."""
+    def strip(obj: Any) -> Any:
+        if isinstance(obj, dict):
+            return {k: strip(v) for k, v in obj.items() if k != "trim_offsets"}
+        if isinstance(obj, list):
+            return [strip(v) for v in obj]
+        return obj
+    return None if component is None else strip(json.loads(component.__getstate__()))
+
+
+def _qwen2_pipeline(backend: Any, config: dict[str, Any]) -> bool:
+    """Whether tokenizer.json's pipeline is the one transformers' Qwen2Tokenizer builds."""
+    from tokenizers import Regex, normalizers, pre_tokenizers
+
+    # transformers' tokenization_qwen2.PRETOKENIZE_REGEX
+    regex = (r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}|"""
+             r""" ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+""")
+    prefix = bool(config.get("add_prefix_space") or False)
+    want = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(regex), behavior="isolated", invert=False),
+        pre_tokenizers.ByteLevel(add_prefix_space=prefix, use_regex=False),
+    ])
+    model = backend.model
+    return (
+        type(model).__name__ == "BPE" and model.dropout is None and not model.byte_fallback
+        and not model.continuing_subword_prefix and not model.end_of_word_suffix
+        and not model.fuse_unk and not model.ignore_merges
+        and _state(backend.normalizer) == _state(normalizers.NFC())
+        and _state(backend.pre_tokenizer) == _state(want)
+        and (_state(backend.decoder) or {}).get("type") == "ByteLevel"
+    )
+
+
+def _config_specials(config: dict[str, Any]) -> dict[str, str] | None:
+    """The special tokens tokenizer_config.json names: attribute -> token, and
+    "additional" -> each extra one; None for a value this module cannot read."""
+    def name(value: Any) -> str | None | bool:
+        if value is None or isinstance(value, str):
+            return value
+        if isinstance(value, dict) and isinstance(value.get("content"), str):
+            return str(value["content"])
+        return False
+
+    out: dict[str, str | None] = {}
+    for key in _SPECIAL_KEYS:
+        value = name(config.get(key))
+        if value is False:
+            return None
+        out[key] = value  # type: ignore[assignment]  # False returned above
+    extra = config.get("additional_special_tokens") or config.get("extra_special_tokens") or []
+    if isinstance(extra, dict):
+        extra = list(extra.values())
+    if not isinstance(extra, list):
+        return None
+    for k, value in enumerate(extra):
+        value = name(value)
+        if not isinstance(value, str):
+            return None
+        out[f"additional {k}"] = value
+    return {k: v for k, v in out.items() if v is not None}
+
+
+_CLEAN_UP = ((" .", "."), (" ?", "?"), (" !", "!"), (" ,", ","), (" ' ", "'"), (" n't", "n't"),
+             (" 'm", "'m"), (" 's", "'s"), (" 've", "'ve"), (" 're", "'re"))
+
+
+class FastTokenizer:
+    """A tokenizer.json loaded with `tokenizers`: the part of transformers' fast tokenizer
+    interface this package (and a conftest.py) uses, answering as transformers would."""
+
+    is_fast = True
+
+    def __init__(self, backend: Any, config: dict[str, Any], specials: dict[str, str]):
+        self.backend_tokenizer = backend
+        self.split_special_tokens = bool(config.get("split_special_tokens") or False)
+        self.clean_up_tokenization_spaces = bool(config.get("clean_up_tokenization_spaces") or False)
+        self.unk_token: str | None = specials.get("unk_token")
+        self.unk_token_id: int | None = (backend.token_to_id(self.unk_token)
+                                         if self.unk_token is not None else None)
+        self.all_special_tokens = list(dict.fromkeys(specials.values()))
+        self.all_special_ids = [backend.token_to_id(t) for t in self.all_special_tokens]
+
+    def __len__(self) -> int:
+        return int(self.backend_tokenizer.get_vocab_size(with_added_tokens=True))
+
+    def __repr__(self) -> str:
+        return f"FastTokenizer(vocabulary {len(self):,})"
+
+    def get_added_vocab(self) -> dict[str, int]:
+        return {t.content: i for i, t in self.backend_tokenizer.get_added_tokens_decoder().items()}
+
+    def convert_tokens_to_ids(self, tokens: Any) -> Any:
+        if isinstance(tokens, str):
+            i = self.backend_tokenizer.token_to_id(tokens)
+            return self.unk_token_id if i is None else i
+        return [self.convert_tokens_to_ids(t) for t in tokens]
+
+    def convert_ids_to_tokens(self, ids: Any) -> Any:
+        if isinstance(ids, int):
+            return self.backend_tokenizer.id_to_token(ids)
+        return [self.backend_tokenizer.id_to_token(i) for i in ids]
+
+    def encode(self, text: str, add_special_tokens: bool = True,
+               split_special_tokens: bool | None = None) -> list[int]:
+        backend = self.backend_tokenizer
+        split = self.split_special_tokens if split_special_tokens is None else split_special_tokens
+        if backend.encode_special_tokens != split:
+            backend.encode_special_tokens = split
+        try:
+            return list(backend.encode(text, add_special_tokens=add_special_tokens).ids)
+        finally:
+            if backend.encode_special_tokens != self.split_special_tokens:
+                backend.encode_special_tokens = self.split_special_tokens
+
+    def decode(self, ids: Sequence[int], skip_special_tokens: bool = False,
+               clean_up_tokenization_spaces: bool | None = None) -> str:
+        text: str = self.backend_tokenizer.decode(list(ids), skip_special_tokens=skip_special_tokens)
+        clean = (self.clean_up_tokenization_spaces if clean_up_tokenization_spaces is None
+                 else clean_up_tokenization_spaces)
+        if clean:
+            for a, b in _CLEAN_UP:
+                text = text.replace(a, b)
+        return text
 
 
 def _remote_code(where: Path) -> str | None:

@@ -160,3 +160,180 @@ def test_without_pyarrow_a_parquet_file_fails_naming_the_extra(project: TokProje
     ], consecutive=False)
     assert failure_section(result, "data/a.parquet")[0] == (
         "reading Parquet needs pyarrow: pip install 'pytest-tokaudit[parquet]'")
+
+
+# -- raw API responses (issue 10): the OpenRouter shape of tests/test_raw.py, in Parquet ------
+
+RAW_SCHEMA = pa.schema([
+    ("id", pa.string()), ("model", pa.string()), ("provider", pa.string()),
+    ("choices", pa.list_(pa.struct([
+        ("index", pa.int64()),
+        ("message", pa.struct([("role", pa.string()), ("content", pa.string()),
+                               ("reasoning", pa.string())])),
+        ("finish_reason", pa.string())]))),
+    ("usage", pa.struct([("prompt_tokens", pa.int64()), ("completion_tokens", pa.int64()),
+                         ("completion_tokens_details", pa.struct([("reasoning_tokens", pa.int64())]))])),
+    ("output_ids", pa.list_(pa.int64())),
+])
+
+
+@pytest.fixture(scope="module")
+def tok():
+    from tokdata import qwen_dir
+
+    from pytest_tokaudit.tokenizer import load_tokenizer
+
+    return load_tokenizer(qwen_dir())
+
+
+def raw_corpus(tok) -> list[dict]:
+    """Clean responses and every fault a typed Parquet column can hold, each at its row."""
+    from test_raw import clean_responses, n_tokens, response
+    from tokdata import sample_texts
+
+    from pytest_tokaudit.template import _plain_ids
+
+    texts = sample_texts()
+    rows = clean_responses(tok, 30)
+    rows[2] = response(tok, "gen-3", "Let me see.", "The answer is", finish="length")  # cut
+    reasoning = texts[3][:800]  # never closed: no </think> among the model's tokens
+    rows[4] = response(tok, "gen-5", reasoning, "",
+                       billed=len(tok.encode(reasoning + "<|im_end|>", add_special_tokens=False)))
+    r, c = texts[5][:900], texts[6][:300]  # reasoning billed apart: the sum formula adds it
+    think = len(tok.encode(r, add_special_tokens=False))
+    rows[6] = response(tok, "gen-7", r, c, billed=n_tokens(tok, r, c) - think,
+                       completion_tokens_details={"reasoning_tokens": think})
+    content = "Close thinking with </think>."  # billed as plain text, as the model wrote it
+    rows[8] = response(tok, "gen-9", None, content, billed=len(_plain_ids(tok, content)) + 2)
+    rows[10]["usage"]["completion_tokens"] *= 2  # billed twice over
+    rows[12] = {**rows[12], "choices": []}
+    rows[13] = response(tok, "gen-14", None, None, billed=3)  # content null
+    rows[14] = {k: v for k, v in rows[14].items() if k != "usage"}
+    rows[15] = response(tok, "gen-16", None, "Hi", billed=-5)
+    for k in (16, 17, 18):  # stored ids: right, then swapped between two lines
+        m = rows[k]["choices"][0]["message"]
+        rows[k]["output_ids"] = tok.encode(f"{m.get('reasoning') or ''}</think>{m['content']}<|im_end|>",
+                                           add_special_tokens=False)
+    rows[17]["output_ids"], rows[18]["output_ids"] = rows[18]["output_ids"], rows[17]["output_ids"]
+    rows[20] = {**rows[1], "id": "gen-resent", "provider": "Other"}  # the same completion again
+    return rows
+
+
+def write_raw_twins(project: TokProject, rows: list[dict]) -> None:
+    project.jsonl("data/raw.jsonl", rows)
+    project.path.joinpath("pq").mkdir(exist_ok=True)
+    pq.write_table(pa.Table.from_pylist(rows, schema=RAW_SCHEMA), project.path / "pq/raw.parquet",
+                   row_group_size=7)  # several row groups: batches cut across them
+
+
+def raw_normalised(lines: list[str]) -> list[str]:
+    return [line.replace("pq/raw.parquet:row ", "data/raw.jsonl:").replace("pq/raw.parquet", "data/raw.jsonl")
+            for line in lines]
+
+
+@pytest.mark.parametrize("xdist_mode", [("-p", "no:xdist")], ids=["no-xdist"])
+@pytest.mark.parametrize("count_field", ["usage.completion_tokens",
+                                         "usage.completion_tokens + usage.completion_tokens_details.reasoning_tokens?"])
+def test_raw_responses_in_parquet_get_the_verdicts_of_their_jsonl_twin(project: TokProject, tok, count_field):
+    from test_raw import raw_ini
+
+    write_raw_twins(project, raw_corpus(tok))
+    raw_ini(project, tokaudit_count_field=count_field, tokaudit_unique_text="true",
+            tokaudit_group_by="provider model", tokaudit_count_mean_rel="2%", tokaudit_budget=1)
+    jsonl = project.run("-o", "tokaudit_glob=*.jsonl")
+    parquet = project.run(paths=("pq",))
+    for result in (jsonl, parquet):
+        assert_no_crash(result)
+        assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
+    section = failure_section(parquet, "pq/raw.parquet")
+    assert raw_normalised(section) == failure_section(jsonl, "data/raw.jsonl")
+    assert summary_rows(parquet)["pq/raw.parquet"] == summary_rows(jsonl)["data/raw.jsonl"]
+    checks = [re.match(r"pq/raw\.parquet:row (\d+): id='[^']*': (\w+)", s) for s in section]
+    found = sorted({(int(m[1]), m[2]) for m in checks if m})
+    billed_apart = [(7, "count")] if count_field == "usage.completion_tokens" else []
+    assert found == sorted([
+        (3, "finish_reason"), (5, "count"), *billed_apart, (9, "special_in_text"), (11, "count"),
+        (13, "schema"), (14, "schema"), (15, "schema"), (16, "schema"),
+        (18, "count"), (18, "ids_match_text"), (19, "count"), (19, "ids_match_text")]), section
+    text = "\n".join(section)
+    assert "pq/raw.parquet:row 13: id='gen-13': schema: text_template: missing field " \
+           "'choices.0.message.content' (choices is an empty list)" in text
+    assert "pq/raw.parquet:row 15: id='gen-15': schema: missing field 'usage.completion_tokens'" in text
+    # dataset checks and tables: the same, but for the path
+    out = [line for line in parquet.stdout.lines
+           if "unique_text" in line or "over budget" in line or "provider=" in line]
+    assert raw_normalised(out) == [line for line in jsonl.stdout.lines
+                                   if "unique_text" in line or "over budget" in line or "provider=" in line]
+    assert "id 'gen-2', 'gen-resent': the same completion: pq/raw.parquet:row 2, " \
+           "pq/raw.parquet:row 21" in parquet.stdout.str()
+    assert any(line.startswith("provider=Other, model=qwen/qwen3-32b") for line in parquet.stdout.lines)
+
+
+@pytest.mark.parametrize("xdist_mode", [("-p", "no:xdist")], ids=["no-xdist"])
+def test_parquet_text_columns_of_other_types_are_findings_at_their_rows(project: TokProject):
+    """A text field that is not text (an object, a number) fails each row holding one, as
+    in JSONL; a required text column the file lacks fails the file, naming it."""
+    from test_raw import raw_ini
+
+    rows = [{"id": f"gen-{k}", "choices": [{"message": {"content": {"text": "x"}}}],
+             "usage": {"completion_tokens": 3}} for k in range(1, 4)]
+    rows[1]["choices"][0]["message"]["content"] = None
+    project.path.joinpath("data").mkdir()
+    pq.write_table(pa.Table.from_pylist(rows), project.path / "data/obj.parquet")
+    pq.write_table(pa.Table.from_pylist([{"id": "a", "usage": {"completion_tokens": 3}}]),
+                   project.path / "data/none.parquet")
+    raw_ini(project, tokaudit_count_outliers=5)
+    result = project.run()
+    assert_no_crash(result)
+    section = failure_section(result, "data/obj.parquet")
+    assert section[1:4] == [
+        "data/obj.parquet:row 1: id='gen-1': schema: text_template: choices.0.message.content "
+        "must be a string, found {'text': 'x'} (dict)",
+        "data/obj.parquet:row 2: id='gen-2': schema: text_template: choices.0.message.content is null; "
+        "write {choices.0.message.content?} if it may be null",
+        "data/obj.parquet:row 3: id='gen-3': schema: text_template: choices.0.message.content "
+        "must be a string, found {'text': 'x'} (dict)",
+    ], section
+    assert failure_section(result, "data/none.parquet")[0] == (
+        "no column 'choices.0.message.content' in the file (columns: id, usage)")
+
+
+@pytest.mark.parametrize("xdist_mode", [("-p", "no:xdist")], ids=["no-xdist"])
+def test_stored_ids_with_a_sum_groups_finish_reasons_and_unique_text(project: TokProject):
+    """The vectorised path (ids stored, no template) with the raw-response keys."""
+    rows = []
+    for i in range(1, 31):
+        row = good(i, model="m")
+        row["output_ids"][1] = 1000 + i  # a completion of its own
+        row["completion_tokens"] -= 2 * (i % 3 == 0)
+        row["extra"] = 2 if i % 3 == 0 else None  # billed apart, on some rows
+        row["choices"] = [{"finish_reason": "length" if i == 7 else "stop"}]
+        row["provider"] = "a" if i % 2 else "b"
+        rows.append(row)
+    rows[11]["extra"] = -1
+    rows[20]["output_ids"] = list(rows[4]["output_ids"])
+    rows[20]["completion_tokens"] = rows[4]["completion_tokens"]
+    rows[20]["extra"] = rows[4]["extra"]
+    rows[20]["sample_id"] = 99  # the same ids under another id
+    rows[25]["extra"] = 40
+    project.jsonl("data/twin.jsonl", rows)
+    project.path.joinpath("pq").mkdir()
+    pq.write_table(pa.Table.from_pylist(rows), project.path / "pq/twin.parquet", row_group_size=8)
+    project.ini(tokaudit_count_abs=0, tokaudit_count_rel="0%", tokaudit_count_field="completion_tokens + extra?",
+                tokaudit_finish_reason="stop", tokaudit_group_by="provider", tokaudit_unique_text="true",
+                tokaudit_count_mean_rel="1%", tokaudit_count_outliers=0)
+    jsonl = project.run("-o", "tokaudit_glob=*.jsonl")
+    parquet = project.run(paths=("pq",))
+    for result in (jsonl, parquet):
+        assert_no_crash(result)
+        assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
+    section = failure_section(parquet, "pq/twin.parquet")
+    assert normalised(section) == failure_section(jsonl, "data/twin.jsonl")
+    flagged = [s.split(": ")[2] for s in section if ":row " in s]
+    assert [s.split(":")[1] for s in section if ":row " in s] == ["row 7", "row 12", "row 26"]
+    assert flagged == ["finish_reason", "schema", "count"], section
+    assert "count_mean: [provider=b]" in "\n".join(section)
+    pick = ("unique_text", "provider=", "the same completion")
+    out = [line for line in parquet.stdout.lines if any(p in line for p in pick)]
+    assert normalised(out) == [line for line in jsonl.stdout.lines if any(p in line for p in pick)]
+    assert "sample_id 5, 99: the same completion: pq/twin.parquet:row 5, pq/twin.parquet:row 21" in out

@@ -21,6 +21,7 @@ from tokdata import (
     make_record_ids,
     qwen_dir,
     sample_records,
+    sample_texts,
     split_token,
 )
 
@@ -297,13 +298,24 @@ def test_remote_code_needs_opt_in(tmp_path):
 # --- 7. no transformers on import, and a quiet load -------------------------------------
 
 
-def test_import_does_not_load_transformers_and_load_is_quiet():
+def test_import_does_not_load_transformers_and_load_is_quiet(tmp_path):
+    """Qwen3's tokenizer.json is loaded with `tokenizers` alone; one transformers must load
+    (here: add_prefix_space, which transformers' Qwen2 class builds in) imports it quietly."""
+    other = tmp_path / "prefix"
+    other.mkdir()
+    (other / "tokenizer.json").symlink_to(qwen_dir() / "tokenizer.json")
+    config = json.loads((qwen_dir() / "tokenizer_config.json").read_text(encoding="utf-8"))
+    (other / "tokenizer_config.json").write_text(json.dumps({**config, "add_prefix_space": True}))
     code = (
         "import os, sys, pytest_tokaudit.tokenizer as t\n"
         "assert 'transformers' not in sys.modules, 'transformers imported'\n"
         "env = dict(os.environ)\n"
-        f"tok = t.load_tokenizer({str(qwen_dir())!r})\n"
+        f"qwen = t.load_tokenizer({str(qwen_dir())!r})\n"
+        "assert type(qwen).__name__ == 'FastTokenizer' and qwen.is_fast\n"
+        "assert 'transformers' not in sys.modules, 'transformers imported for tokenizer.json'\n"
+        f"tok = t.load_tokenizer({str(other)!r})\n"
         "assert 'transformers' in sys.modules and tok.is_fast\n"
+        "assert tok.encode('x') == qwen.encode(' x') != qwen.encode('x')  # the prefix space\n"
         "assert dict(os.environ) == env, 'environment changed'\n"
         "import transformers, logging\n"
         "assert transformers.utils.logging.get_verbosity() == logging.WARNING\n"
@@ -314,6 +326,58 @@ def test_import_does_not_load_transformers_and_load_is_quiet():
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "" and proc.stderr == ""
+
+
+@pytest.fixture(scope="module")
+def transformers_tok():
+    """Qwen3 loaded by transformers, the reference the direct load must answer as."""
+    from pytest_tokaudit.tokenizer import _import_transformers
+
+    return _import_transformers().AutoTokenizer.from_pretrained(str(qwen_dir()), local_files_only=True)
+
+
+def test_the_direct_load_answers_as_transformers(tok, transformers_tok, records):
+    ref = transformers_tok
+    assert type(tok).__name__ == "FastTokenizer" and type(ref).__name__ != "FastTokenizer"
+    texts = [*sample_texts(), "a </think> b <|im_end|> c <think>", " the  \n\n x", "<|endoftext|>"]
+    for text in texts:
+        ids = ref.encode(text, add_special_tokens=False)
+        assert tok.encode(text, add_special_tokens=False) == ids
+        assert tok.encode(text) == ref.encode(text)
+        assert (tok.encode(text, add_special_tokens=False, split_special_tokens=True)
+                == ref.encode(text, add_special_tokens=False, split_special_tokens=True))
+        assert tok.decode(ids) == ref.decode(ids, skip_special_tokens=False)
+        assert tok.decode(ids, skip_special_tokens=True) == ref.decode(ids, skip_special_tokens=True)
+    assert tok.get_added_vocab() == ref.get_added_vocab()
+    assert set(tok.all_special_tokens) == set(ref.all_special_tokens)
+    assert set(tok.all_special_ids) == set(ref.all_special_ids)
+    assert (tok.unk_token, tok.unk_token_id, len(tok), tok.split_special_tokens) == (
+        ref.unk_token, ref.unk_token_id, len(ref), ref.split_special_tokens)
+    names = ["</think>", "Ġthe", "no such token", "<|im_end|>"]
+    assert tok.convert_tokens_to_ids(names) == ref.convert_tokens_to_ids(names)
+    assert tok.convert_ids_to_tokens([END_THINK, 785]) == ref.convert_ids_to_tokens([END_THINK, 785])
+    # what the audit computes with either
+    lists = records + non_canonical(tok, records)
+    assert roundtrip(tok, lists) == roundtrip(ref, lists)
+    specs = ["</think>", "<|im_end|>", " the", "Ġthe", "151667"]
+    assert resolve_tokens(tok, specs, "k") == resolve_tokens(ref, specs, "k")
+
+
+@pytest.mark.parametrize("change, direct", [
+    ({}, True),
+    ({"tokenizer_class": "PreTrainedTokenizerFast"}, True),  # transformers loads it as-is
+    ({"add_prefix_space": True}, False),  # Qwen2's class builds another pre-tokenizer
+    ({"tokenizer_class": "LlamaTokenizerFast"}, False),  # a class not known to be equal
+    ({"additional_special_tokens": ["<|not_in_the_file|>"]}, False),  # transformers adds it
+    ({"added_tokens_decoder": {"151643": {"content": "<|other|>", "special": True}}}, False),
+])
+def test_tokenizers_alone_only_where_it_gives_what_transformers_would(tmp_path, change, direct):
+    config = json.loads((qwen_dir() / "tokenizer_config.json").read_text(encoding="utf-8"))
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps({**config, **change}))
+    (tmp_path / "tokenizer.json").symlink_to(qwen_dir() / "tokenizer.json")
+    from pytest_tokaudit.tokenizer import _load_direct
+
+    assert (_load_direct(tmp_path) is not None) is direct
 
 
 # --- 8. ids outside the vocabulary --------------------------------------------------------
