@@ -89,6 +89,10 @@ def pytest_configure(config: pytest.Config) -> None:
 
         config.stash[CONTROLLER] = Controller(config, contract)
         pm.register(config.stash[CONTROLLER], "tokaudit.controller")
+        if config.getoption("xmlpath", None):
+            from .collect import JunitNames
+
+            pm.register(JunitNames(config), "tokaudit.junit")
     from .ci import configure
 
     configure(config)  # annotations, Markdown summary, failures file
