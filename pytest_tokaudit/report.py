@@ -199,8 +199,6 @@ def summary_table(
     summaries: list[FileSummary], limit: int | None = None, width: int | None = None
 ) -> list[Styled]:
     """One row per file: the audit people read every run. Failing files in red."""
-    from .github import failed
-
     listed, hidden = bounded(summaries, limit)
     with_rt = any(s.rt_checked for s in summaries)
     header = ["file", "records", "audited", "skipped", "mean billed", "mean counted",
@@ -208,7 +206,7 @@ def summary_table(
     if with_rt:
         header += ["rt changed", "rt mean", "rt max"]
     rows = [_row(s, with_rt) for s in listed]
-    marks = [RED if failed(s) else PLAIN for s in listed]
+    marks = [RED if s.failed else PLAIN for s in listed]
     if len(summaries) > 1:
         total = FileSummary(path=f"all {len(summaries)} files")
         for s in summaries:
