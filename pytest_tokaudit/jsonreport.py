@@ -91,6 +91,7 @@ def unpack_runs(packed: list[Any], at: str, v: _Checker) -> list[Any]:
         if item.keys() != {"from", "n"} or _counter(first) is None:
             v.fail(f"{at}[{k}]", '{"from": a counter id or line, "n": length}', item)
         v.count(f"{at}[{k}].n", n, hi=2**40)
+        assert isinstance(n, int)  # checked just above
         if type(first) is int:
             out.extend(range(first, first + n))
         else:

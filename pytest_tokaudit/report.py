@@ -267,7 +267,8 @@ def worst_table(summaries: list[FileSummary], contract: Contract,
                 limit: int | None = None, width: int | None = None) -> list[Styled]:
     """The worst records by |billed - counted| across every file: those outside the count
     tolerance first (red; at most `limit` of them), then the worst WORST of the rest."""
-    outside, inside = [], []
+    outside: list[tuple[Any, ...]] = []
+    inside: list[tuple[Any, ...]] = []
     for s in summaries:
         test = _outside(s, contract)
         for diff, line, rid, billed, counted in s.worst_records():

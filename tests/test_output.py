@@ -124,3 +124,50 @@ def test_junit_names_are_the_folder_and_the_file(project: TokProject):
     names = {c.get("name") for c in ET.parse(project.path / "r2.xml").getroot().iter("testcase")}
     assert {f"big.jsonl [shard {i}]" for i in range(1, n + 1)} < names
     assert max(int(m) for m in re.findall(r"shard (\d+)", " ".join(names))) > n
+
+
+# -- signs of life ------------------------------------------------------------------------------
+
+SLOW_BATCHES = """
+import time
+
+def pytest_tokaudit_check_batch(records, contract, summary):
+    time.sleep(0.2)  # a slow item: every batch of 256 records takes longer than the interval
+"""
+PROGRESS = re.compile(
+    r"^(\[gw\d\] )?tokaudit: data/slow\.jsonl\.gz: ([\d,]+) records, [\d.]+ MB in [\d.]+ s "
+    r"\([\d.]+ MB/s\), (\d+)% of [\d.]+ MB, ETA [\d.]+ s$"
+)
+
+
+def test_a_slow_item_prints_progress_lines(project: TokProject):
+    project.ini(tokaudit_progress_interval="0.1")
+    project.write("conftest.py", SLOW_BATCHES)
+    project.jsonl("data/slow.jsonl.gz", [rec(i, 10) for i in range(1200)])
+    project.jsonl("data/quick.jsonl", [rec(5000, 10)])
+    result = project.run()
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    assert_no_crash(result)
+    # A plain run prints them through the terminal reporter; an xdist worker on stderr.
+    xdist = "-n" in project.mode
+    lines = result.errlines if xdist else result.outlines
+    found = [m for m in map(PROGRESS.match, lines) if m]
+    assert [m.group(2) for m in found] == ["256", "512", "768", "1,024"], lines
+    assert all(bool(m.group(1)) == xdist for m in found)
+    assert all(0 < int(m.group(3)) <= 100 for m in found)
+    # Each on a line of its own: no other output is cut by one.
+    assert not [line for line in result.outlines + result.errlines
+                if "tokaudit: data/slow" in line and not PROGRESS.match(line)]
+    assert summary_section(result)[1].startswith("data/quick.jsonl")
+
+    quiet = project.run("-o", "tokaudit_progress_interval=0")
+    assert not [line for line in quiet.outlines + quiet.errlines if PROGRESS.match(line)]
+
+
+def test_a_bad_progress_interval_is_a_usage_error(pytester: pytest.Pytester):
+    project = TokProject(pytester, ("-p", "no:xdist"))
+    project.jsonl("data/a.jsonl", [rec(1)])
+    result = project.run("-o", "tokaudit_progress_interval=soon")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: tokaudit_progress_interval: expected a number of "
+                                 "seconds (0: off), got 'soon'"])
