@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
-from . import failures
+from . import failures, progress
 from .contract import Contract
 from .findings import Finding, as_findings
 from .reader import (
@@ -80,6 +80,8 @@ def audit(
             if len(batch) + len(unusable) >= BATCH_RECORDS or batch_ids >= BATCH_IDS:
                 _check_batch(batch, pending, unusable, contract, hook, summary)
                 batch, pending, unusable, batch_ids = [], [], [], 0
+                if progress.ACTIVE is not None:  # a line every tokaudit_progress_interval
+                    progress.ACTIVE.tick(summary.records, lines.offset)
     except LfsPointer as exc:
         summary.read_error = str(exc)
     except ReadError as exc:

@@ -90,3 +90,25 @@ def teardown_towards(session: pytest.Session, nextitem: pytest.Item | None) -> N
     if state is None or not hasattr(state, "teardown_exact"):
         raise PrivateApiError(f"pytest {pytest.__version__} has no Session._setupstate.teardown_exact")
     state.teardown_exact(nextitem)
+
+
+def junit_attributes(config: pytest.Config, report: pytest.TestReport, attrs: dict[str, str]) -> None:
+    """Set attributes of `report`'s <testcase> in --junitxml's file (classname, name).
+
+    What `record_xml_attribute` does for a test, done on the process that writes the
+    file (the xdist controller: workers have no junitxml). pytest derives classname and
+    name from the node id and offers no public way to choose them for a report.
+    """
+    try:
+        from _pytest.junitxml import xml_key
+    except ImportError as exc:  # pragma: no cover - depends on pytest's internals
+        raise PrivateApiError(f"pytest {pytest.__version__}: {exc}") from None
+    xml = config.stash.get(xml_key, None)
+    if xml is None:
+        return
+    try:
+        reporter = xml.node_reporter(report)
+        for name, value in attrs.items():
+            reporter.add_attribute(name, value)
+    except (AttributeError, TypeError) as exc:
+        raise PrivateApiError(f"pytest {pytest.__version__}: junitxml changed: {exc}") from None

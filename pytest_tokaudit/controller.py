@@ -426,18 +426,17 @@ class Controller:
             cache.set("cache/lastfailed", now)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        from .report import summary_lines
+        from .report import ROWS, OUTCOME_MARKUP, styled_summary, terminal_width
 
         files = self.files()
         if not files and not self.outcomes:
             return
         tr = terminalreporter
         tr.write_sep("=", "tokaudit summary")
-        from .report import ROWS  # a long table: failing files first, the rest counted
-
+        # A long table: failing files first, the rest counted; paths fitted to the terminal.
         limit = None if self.config.option.verbose > 0 else ROWS
-        for line in summary_lines(files, self.contract, limit):
-            tr.write_line(line)
+        for line, markup in styled_summary(files, self.contract, limit, terminal_width(self.config)):
+            tr.write_line(line, **markup)
         if self.contract.price_per_mtok is not None and self.contract.budget is None:
             spent = sum(s.billed_total for s in files)
             tr.write_line(f"\nbilled {spent:,} tokens = {money(spent, self.contract)}")
@@ -445,7 +444,8 @@ class Controller:
         if self.outcomes:
             tr.write_line("")
         for name, outcome in self.outcomes.items():
-            tr.write_line(f"{anchor}::{name}: {outcome.outcome}: {outcome.message}")
+            tr.write_line(f"{anchor}::{name}: {outcome.outcome}: {outcome.message}",
+                          **OUTCOME_MARKUP.get(outcome.outcome, {}))
         changes = self.baseline_changes()
         for kind, paths in (changes or {}).items():
             if paths:

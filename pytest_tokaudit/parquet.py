@@ -357,6 +357,10 @@ def _audit_parquet(pq: Any, source: Any, contract: Contract, hook: Any, summary:
             line += batch.num_rows
             summary.lines = line
             _check_batch(records, pending, unusable, contract, hook, summary)
+            from . import progress
+
+            if progress.ACTIVE is not None:  # rows only: no byte position through pyarrow
+                progress.ACTIVE.tick(summary.records, None)
     except SourceError as exc:  # the storage failed mid-file: keep what was read, say where
         summary.read_error = f"{exc} (after row {line})"
         summary.add_finding(Finding("read", summary.read_error))

@@ -35,6 +35,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="fail files that got worse than in an earlier --tokaudit-json report",
     )
     add_ini_keys(parser)
+    from .progress import add_ini
+
+    add_ini(parser)  # not part of the contract: how often a long item says how far it got
     from .ci import add_options
 
     add_options(parser, group)  # CI outputs and the `tokaudit = true` ini switch
@@ -89,6 +92,13 @@ def pytest_configure(config: pytest.Config) -> None:
 
         config.stash[CONTROLLER] = Controller(config, contract)
         pm.register(config.stash[CONTROLLER], "tokaudit.controller")
+        if config.getoption("xmlpath", None):
+            from .collect import JunitNames
+
+            pm.register(JunitNames(config), "tokaudit.junit")
+    from .progress import configure as configure_progress
+
+    configure_progress(config)  # progress lines of long items, in every process that audits
     from .ci import configure
 
     configure(config)  # annotations, Markdown summary, failures file

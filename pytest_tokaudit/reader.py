@@ -12,6 +12,7 @@ lines are counted with bytes.count, not a Python step per line.
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import functools
 import gzip
@@ -149,8 +150,10 @@ def _gzip_chunks(gz: gzip.GzipFile, size: int) -> Iterator[bytes]:
         yield b"".join(out)
 
 
-def _chunks(path: Path, start: int = 0, size: int = BUFFER) -> Iterator[bytes | bytearray]:
+def _chunks(path: Path, start: int = 0, size: int = BUFFER,
+            meter: Any = None) -> Iterator[bytes | bytearray]:
     """The file's (decompressed) bytes in chunks of about `size`; from `start` - 1 if given.
+    `meter.offset` follows the bytes read from the file (compressed ones for .gz, .zst).
 
     Raises ReadError for a file that cannot be opened or read, LfsPointer for a git-lfs
     pointer (checked on the raw bytes, so a pointer named .gz is one too).
@@ -168,9 +171,9 @@ def _chunks(path: Path, start: int = 0, size: int = BUFFER) -> Iterator[bytes | 
             name = path.name
             if name.endswith(".gz"):
                 with gzip.GzipFile(fileobj=fh) as gz:
-                    yield from _gzip_chunks(gz, size)
+                    yield from _told(_gzip_chunks(gz, size), fh, meter)
             elif name.endswith(".zst"):
-                yield from _zstd_chunks(fh, size)
+                yield from _told(_zstd_chunks(fh, size), fh, meter)
             else:
                 if start:
                     fh.seek(start - 1)
@@ -178,6 +181,8 @@ def _chunks(path: Path, start: int = 0, size: int = BUFFER) -> Iterator[bytes | 
                 # (~10% of a fast audit). The reader copies out what it keeps.
                 buf = bytearray(size)
                 while n := fh.readinto(buf):
+                    if meter is not None:
+                        meter.offset += n
                     yield buf if n == size else buf[:n]
         except EOFError as exc:
             raise ReadError(f"truncated compressed file: {exc}") from None
@@ -185,6 +190,17 @@ def _chunks(path: Path, start: int = 0, size: int = BUFFER) -> Iterator[bytes | 
             raise ReadError(f"cannot open: {exc}" if exc.at_open else str(exc)) from None
         except (OSError, zlib.error) as exc:  # gzip.BadGzipFile is an OSError
             raise ReadError(f"corrupt or unreadable file: {exc}") from None
+
+
+def _told(chunks: Iterator[bytes], fh: Any, meter: Any) -> Iterator[bytes]:
+    """`chunks`, setting `meter.offset` to the file's position (for progress lines)."""
+    if meter is None:
+        yield from chunks
+        return
+    for chunk in chunks:
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            meter.offset = fh.tell()
+        yield chunk
 
 
 # `*`: it always matches (maybe nothing), so the match is never None.
@@ -209,10 +225,11 @@ class Lines:
         self.max_line, self.chunk = max_line, chunk
         self.lines = 0
         self.blank = 0
+        self.offset = max(start - 1, 0)  # bytes read from the file so far (progress lines)
 
     def __iter__(self) -> Iterator[tuple[int, bytes | int]]:
         end, max_line, ws_run = self.end, self.max_line, _WS_RUN
-        chunks = _chunks(self.path, self.start, self.chunk)
+        chunks = _chunks(self.path, self.start, self.chunk, self)
         base = 0  # file offset of chunk[0]
         skip = 0  # where the first line starts in the first chunk
         if self.start:

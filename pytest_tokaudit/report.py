@@ -88,6 +88,28 @@ def failure_text(summary: FileSummary, contract: Contract, offset: int = 0) -> s
 
 # -- terminal summary ---------------------------------------------------------------------
 
+RED: dict[str, bool] = {"red": True}
+PLAIN: dict[str, bool] = {}
+# A line of the summary and its markup for the terminal writer (`red=True`): the writer
+# decides whether to colour (--color, NO_COLOR, FORCE_COLOR, a tty).
+Styled = tuple[str, dict[str, bool]]
+OUTCOME_MARKUP = {"failed": RED, "passed": {"green": True}, "skipped": {"yellow": True}}
+MIN_PATH = 24  # a path column narrower than this says too little to be worth fitting
+
+
+def terminal_width(config: Any) -> int | None:
+    """The width to fit the summary to: pytest's own (COLUMNS, else the terminal's) when
+    COLUMNS is set or the output is a terminal; None in a log (CI), where whole paths
+    are worth more than a width nobody reads at."""
+    import os
+    import sys
+
+    out = sys.__stdout__
+    if os.environ.get("COLUMNS") or (out is not None and out.isatty()):
+        return int(config.get_terminal_writer().fullwidth)
+    return None
+
+
 def _table(header: list[str], rows: list[list[str]], right: set[int]) -> list[str]:
     widths = [max(len(str(c)) for c in col) for col in zip(header, *rows)]
 
@@ -97,6 +119,31 @@ def _table(header: list[str], rows: list[list[str]], right: set[int]) -> list[st
         return "  ".join(cells).rstrip()
 
     return [fmt(header)] + [fmt(r) for r in rows]
+
+
+def shorten(path: str, width: int) -> str:
+    """`path` in at most `width` characters: leading folders become `...`, then the
+    middle of the name goes (`data/a/b/c.jsonl` -> `.../b/c.jsonl`)."""
+    if len(path) <= width:
+        return path
+    parts = path.split("/")
+    for k in range(1, len(parts)):
+        tail = ".../" + "/".join(parts[k:])
+        if len(tail) <= width:
+            return tail
+    name = parts[-1]
+    keep = max(width - 3, 2)
+    return name[: keep - keep // 2] + "..." + name[len(name) - keep // 2:]
+
+
+def _fit_first(header: list[str], rows: list[list[str]], width: int | None) -> None:
+    """Shorten the first column's cells so the table fits `width` (in place)."""
+    if width is None or not rows:
+        return
+    others = [max(len(str(c)) for c in col) for col in zip(header[1:], *(r[1:] for r in rows))]
+    room = max(width - sum(others) - 2 * len(others), MIN_PATH, len(header[0]))
+    for row in rows:
+        row[0] = shorten(row[0], room)
 
 
 ROWS = 20  # files in the summary table without -v
@@ -114,21 +161,31 @@ def bounded(summaries: list[FileSummary], limit: int | None) -> tuple[list[FileS
 
 
 def summary_lines(
-    summaries: list[FileSummary], contract: Contract, limit: int | None = None
+    summaries: list[FileSummary], contract: Contract, limit: int | None = None,
+    width: int | None = None,
 ) -> list[str]:
-    """The per-file table, then the worst records and the allowed outliers. With `limit`
-    (without -v), a long table lists the failing files first and counts the rest."""
-    lines = summary_table(summaries, limit)
-    overall = WORST if bounded(summaries, limit)[1] else None  # not 5 rows per file
-    worst = f"worst {overall} records of all files" if overall else "worst records"
+    """The summary as plain lines (the merge command prints these)."""
+    return [text for text, _ in styled_summary(summaries, contract, limit, width)]
+
+
+def styled_summary(
+    summaries: list[FileSummary], contract: Contract, limit: int | None = None,
+    width: int | None = None,
+) -> list[Styled]:
+    """The per-file table, then the worst records and the allowed outliers, each line with
+    its markup. With `limit` (without -v) a long table lists the failing files first and
+    counts the rest, and the worst records outside the tolerance are bounded as well;
+    with `width` paths are shortened to fit it."""
+    lines = summary_table(summaries, limit, width)
     for title, block in (
-        (f"{worst} by |billed - counted|:", worst_table(summaries, contract, overall)),
+        ("worst records by |billed - counted|:", worst_table(summaries, contract, limit, width)),
         ("allowed outliers (tokaudit_count_outliers) in files that passed:",
-         allowed_outliers(summaries, contract)),
-        ("by group (tokaudit_group_by):", _group_table(summaries, contract)),
+         [(line, PLAIN) for line in allowed_outliers(summaries, contract)]),
+        ("by group (tokaudit_group_by):",
+         [(line, PLAIN) for line in _group_table(summaries, contract)]),
     ):
         if block:
-            lines += ["", title, *block]
+            lines += [("", PLAIN), (title, PLAIN), *block]
     return lines
 
 
@@ -138,8 +195,10 @@ def _group_table(summaries: list[FileSummary], contract: Contract) -> list[str]:
     return group_table(summaries, contract)
 
 
-def summary_table(summaries: list[FileSummary], limit: int | None = None) -> list[str]:
-    """One row per file: the audit people read every run."""
+def summary_table(
+    summaries: list[FileSummary], limit: int | None = None, width: int | None = None
+) -> list[Styled]:
+    """One row per file: the audit people read every run. Failing files in red."""
     listed, hidden = bounded(summaries, limit)
     with_rt = any(s.rt_checked for s in summaries)
     header = ["file", "records", "audited", "skipped", "mean billed", "mean counted",
@@ -147,16 +206,20 @@ def summary_table(summaries: list[FileSummary], limit: int | None = None) -> lis
     if with_rt:
         header += ["rt changed", "rt mean", "rt max"]
     rows = [_row(s, with_rt) for s in listed]
+    marks = [RED if s.failed else PLAIN for s in listed]
     if len(summaries) > 1:
         total = FileSummary(path=f"all {len(summaries)} files")
         for s in summaries:
             total.merge(s)
         rows.append(_row(total, with_rt))
+        marks.append({"bold": True})
+    _fit_first(header, rows, width)
     table = _table(header, rows, right=set(range(1, len(header))))
+    out: list[Styled] = [(table[0], PLAIN), *zip(table[1:], marks)]
     if hidden:
-        table.append(f"... and {hidden:,} more file{'s' if hidden != 1 else ''} passed "
-                     "(-v lists every file)")
-    return table
+        out.append((f"... and {hidden:,} more file{'s' if hidden != 1 else ''} passed "
+                    "(-v lists every file)", PLAIN))
+    return out
 
 
 def _row(s: FileSummary, with_rt: bool) -> list[str]:
@@ -183,18 +246,53 @@ def allowed_outliers(summaries: list[FileSummary], contract: Contract) -> list[s
     return out
 
 
+def _outside(s: FileSummary, contract: Contract) -> Any:
+    """A test of (line, billed, counted): is that record of `s` outside the count tolerance?
+
+    Exact from the file's count findings (which its own contract judged); only when more
+    count findings were made than are kept does the run's contract decide the rest.
+    """
+    lines = {f.line for f in s.shown + s.shown_allowable if f.check == "count"}
+    complete = s.by_check.get("count", 0) <= len(lines)
+
+    def test(line: int, billed: int, counted: int) -> bool:
+        if line in lines:
+            return True
+        return not complete and abs(counted - billed) > contract.count_tolerance(billed)
+
+    return test
+
+
 def worst_table(summaries: list[FileSummary], contract: Contract,
-                overall: int | None = None) -> list[str]:
-    """The worst 5 records of each file by |billed - counted| (or the worst `overall`)."""
-    found = [(diff, s.path, line, rid, billed, counted)
-             for s in summaries for diff, line, rid, billed, counted in s.worst_records()]
-    if overall is not None:
-        found = sorted(found, key=lambda r: -r[0])[:overall]
-    rows = []
-    for diff, path, line, rid, billed, counted in found:
-        rows.append([location(path, line), "" if rid is None else repr(rid),
-                     f"{billed:,}", f"{counted:,}", f"{counted - billed:+,}"])
-    if not rows:
+                limit: int | None = None, width: int | None = None) -> list[Styled]:
+    """The worst records by |billed - counted| across every file: those outside the count
+    tolerance first (red; at most `limit` of them), then the worst WORST of the rest."""
+    outside: list[tuple[Any, ...]] = []
+    inside: list[tuple[Any, ...]] = []
+    for s in summaries:
+        test = _outside(s, contract)
+        for diff, line, rid, billed, counted in s.worst_records():
+            entry = (diff, s.path, line, rid, billed, counted)
+            (outside if test(line, billed, counted) else inside).append(entry)
+    order = lambda r: (-r[0], r[1], r[2])  # noqa: E731 - worst first, then by place
+    outside.sort(key=order)
+    inside.sort(key=order)
+    more = 0
+    if limit is not None and len(outside) > limit:
+        outside, more = outside[:limit], len(outside) - limit
+    found = outside + inside[:WORST]
+    if not found:
         return []
+    rows = [[location(path, line), "" if rid is None else repr(rid),
+             f"{billed:,}", f"{counted:,}", f"{counted - billed:+,}"]
+            for diff, path, line, rid, billed, counted in found]
     id_name = ".".join(contract.id_field) or "id"
-    return _table(["record", id_name, "billed", "counted", "diff"], rows, right={2, 3, 4})
+    header = ["record", id_name, "billed", "counted", "diff"]
+    _fit_first(header, rows, width)
+    table = _table(header, rows, right={2, 3, 4})
+    marks = [RED] * len(outside) + [PLAIN] * (len(found) - len(outside))
+    out: list[Styled] = [(table[0], PLAIN), *zip(table[1:], marks)]
+    if more:
+        out.append((f"... and {more:,} more outside the count tolerance among the files' "
+                    "worst records (-v lists them; the failure sections name each)", PLAIN))
+    return out

@@ -145,6 +145,9 @@ def _no_github_annotations(monkeypatch: pytest.MonkeyPatch) -> None:
     # look like one (pytest-benchmark, for one, turns itself off on a worker).
     for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
         monkeypatch.delenv(name, raising=False)
+    # The summary fits its paths to COLUMNS when set (some xdist workers of this suite
+    # have COLUMNS=80): runs read whole paths unless a test sets a width itself.
+    monkeypatch.delenv("COLUMNS", raising=False)
 
 
 @pytest.fixture(params=list(XDIST_MODES.values()), ids=list(XDIST_MODES))

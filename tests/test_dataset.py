@@ -208,8 +208,8 @@ def test_dataset_checks_are_junit_testcases(project: TokProject):
     result = project.run("--junitxml=r.xml")
     assert result.ret == FAILED
     xml = (project.path / "r.xml").read_text()
-    assert '<testcase classname="pytest.ini.tokaudit" name="budget"' in xml
-    assert '<testcase classname="pytest.ini.tokaudit" name="unique_ids"' in xml
+    assert '<testcase classname="tokaudit" name="budget"' in xml
+    assert '<testcase classname="tokaudit" name="unique_ids"' in xml
     assert 'message="1 id with more than one record' in xml
 
 

@@ -105,7 +105,7 @@ MALFORMED = [
     pytest.param(_set("contract.tokaudit_count_rel", 2), "contract: tokaudit_count_rel: expected a "
                  "string as written in pytest.ini, got 2", id="contract-not-text"),
     pytest.param(_set("format", 99), "written in report format 99 by a newer pytest-tokaudit; this "
-                 "one reads format 2", id="newer-format"),
+                 "one reads format 3", id="newer-format"),
     pytest.param(_set("partial", 3), "partial must be null or a string, got 3", id="partial-int"),
 ]
 
@@ -386,3 +386,50 @@ def test_merge_turns_on_an_id_check_only_a_later_report_configured(pytester: pyt
         "FAILED tokaudit::unique_ids - 1 id with more than one record*",
         "PASSED tokaudit::expected_ids - all 1 expected ids have a record",
     ])
+
+
+# -- compact id lists (issue #12) -----------------------------------------------------------------
+
+def test_record_ids_are_packed_as_runs_and_merge_judges_them_as_one_run(
+    pytester: pytest.Pytester, capsys
+):
+    """Counter ids and lines travel as runs ({"from", "n"}), other ids as they are; the merge
+    of two parts reads them back and gives the verdicts one run over both parts gives."""
+    project = TokProject(pytester, ())
+    project.ini(tokaudit_unique_ids="true", tokaudit_count_mean_rel="")
+    part1 = [rec(f"s-{i:04}", 10) for i in range(1, 400)] + [rec("odd-a", 10), rec(7, 10)]
+    part2 = [rec(f"s-{i:04}", 10) for i in range(398, 900)] + [rec("", 10), rec("odd-a", 10)]
+    project.jsonl("data/p1/a.jsonl", part1)
+    project.jsonl("data/p2/b.jsonl", [*part2[:10], "", *part2[10:]])  # a blank line: a gap
+    whole = audit_to_json(pytester, "whole.json")
+    one = audit_to_json(pytester, "one.json", paths=("data/p1",))
+    audit_to_json(pytester, "two.json", paths=("data/p2",))
+    assert one["format"] == jsonreport.FORMAT == 3
+    (chunk,) = one["files"][0]["channels"]["ids"]
+    assert chunk == [None, [{"from": "s-0001", "n": 399}, "odd-a", 7], [{"from": 1, "n": 401}]]
+
+    capsys.readouterr()
+    assert merge_main(["merge", str(pytester.path / "one.json"), str(pytester.path / "two.json"),
+                       "--json", str(pytester.path / "merged.json")]) == 1
+    printed = capsys.readouterr().out
+    merged = json.loads((pytester.path / "merged.json").read_text())
+
+    def verdicts(report: dict) -> dict[str, tuple]:
+        return {d["name"]: (d["outcome"], d["message"], d["lines"]) for d in report["dataset"]}
+
+    assert verdicts(merged) == verdicts(whole)
+    assert verdicts(whole)["unique_ids"][0] == "failed"
+    assert "FAILED tokaudit::unique_ids - 3 ids with more than one record" in printed, printed
+    # Read back, the ids are the records' own, in line order (the blank line 11 has none).
+    (b,) = [f for f in jsonreport.load(pytester.path / "two.json").files]
+    ((_, ids, lines),) = b.channels["ids"]
+    assert ids == [f"s-{i:04}" for i in range(398, 900)] + ["", "odd-a"]
+    assert lines == [*range(1, 11), *range(12, 506)]
+
+
+def test_a_bad_run_is_named(report: dict, pytester: pytest.Pytester):
+    data = changed(report, lambda d: d["files"][0]["channels"].__setitem__(
+        "ids", [[None, [{"from": -3, "n": 2}], [1, 2]]]))
+    save(pytester, "bad.json", data)
+    with pytest.raises(jsonreport.ReportError, match=r"channels.ids\[0\]\[1\]\[0\] must be "):
+        jsonreport.load(pytester.path / "bad.json")
