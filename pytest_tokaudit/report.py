@@ -151,6 +151,12 @@ def summary_table(summaries: list[FileSummary], limit: int | None = None) -> lis
         for s in summaries:
             total.merge(s)
         rows.append(_row(total, with_rt))
+    if any(s.cached for s in summaries):  # reused from the cache (tokaudit_cache_dir)
+        header.append("cached")
+        marks = ["yes" if s.cached else "" for s in listed]
+        if len(summaries) > 1:
+            marks.append(f"{sum(s.cached for s in summaries):,}")
+        rows = [row + [mark] for row, mark in zip(rows, marks)]
     table = _table(header, rows, right=set(range(1, len(header))))
     if hidden:
         table.append(f"... and {hidden:,} more file{'s' if hidden != 1 else ''} passed "

@@ -65,6 +65,7 @@ class FileSummary:
     id_lines: list[int] = field(default_factory=list)
     # Per-check channels: name -> JSON-able values for a dataset check of the user's.
     channels: dict[str, list[Any]] = field(default_factory=dict)
+    cached: bool = False  # reused from the cache (cache.py); merged: every part was
 
     # -- accumulation ------------------------------------------------------------------
     def add_counts(self, line: int, record_id: Any, billed: int, counted: int) -> None:
@@ -193,6 +194,7 @@ class FileSummary:
         for name, values in other.channels.items():
             self.channels.setdefault(name, []).extend(values)
         self.read_error = self.read_error or other.read_error
+        self.cached = self.cached and other.cached
         self.shard, self.shards = None, 1
 
     # -- travel --------------------------------------------------------------------------
