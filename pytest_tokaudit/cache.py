@@ -156,9 +156,11 @@ def contract_key(contract: Contract) -> dict[str, str]:
 _SOURCES: dict[str, str] = {}
 
 
-def hooks_key(ihook: Any) -> list[list[str]] | None:
+def hooks_key(ihook: Any, root: Path) -> list[list[str]] | None:
     """The per-record and batch hook implementations that run on an item, each with a hash
-    of its source file; None if one has no source file (its changes could not be seen)."""
+    of its source file; None if one has no source file (its changes could not be seen).
+    A conftest plugin is named by its path, kept relative to the rootdir: another checkout
+    of the same project (a CI job's) is the same code."""
     out = []
     for name in AUDIT_HOOKS:
         for impl in getattr(ihook, name).get_hookimpls():
@@ -169,7 +171,11 @@ def hooks_key(ihook: Any) -> list[list[str]] | None:
                     _SOURCES[filename] = hashlib.sha256(Path(filename).read_bytes()).hexdigest()
                 except (OSError, ValueError):
                     return None
-            out.append([name, impl.plugin_name, _SOURCES[filename]])
+            plugin = impl.plugin_name
+            if os.path.isabs(plugin):
+                with contextlib.suppress(ValueError):
+                    plugin = Path(plugin).relative_to(root).as_posix()
+            out.append([name, plugin, _SOURCES[filename]])
     return out
 
 
@@ -254,7 +260,7 @@ class Entry:
 
     def __init__(self, store: Store, key: dict[str, Any], source: Path):
         self.store = store
-        self.key = key
+        self.key = orjson.loads(orjson.dumps(key))  # as read back: tuples become lists
         self.name = hashlib.sha256(orjson.dumps(key, option=orjson.OPT_SORT_KEYS)).hexdigest()
         self.source = source
         self.stat = _stat(source)
@@ -281,7 +287,7 @@ def entry_for(item: Any) -> Entry | None:
     source = item.source
     if store is None or not isinstance(source, Path):
         return None
-    hooks = hooks_key(item.ihook)
+    hooks = hooks_key(item.ihook, item.config.rootpath)
     if hooks is None:
         return None
     from .parquet import is_parquet
@@ -347,6 +353,8 @@ def summary_line(config: pytest.Config, summaries: dict[str, FileSummary]) -> st
     if store is None or not summaries:
         return None
     hits = len(cached_items(summaries))
+    if not hits:  # a cold run says nothing: the table marks what was reused
+        return None
     try:
         where = os.path.relpath(store.directory, config.invocation_params.dir)
     except ValueError:  # another drive on Windows
