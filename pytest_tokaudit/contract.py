@@ -757,6 +757,8 @@ def _check_path(key: Key, path: Path) -> None:
         what = "is not a directory" if path.exists() else "does not exist"
         raise ContractError(f"tokenizer directory {path} {what}; give a local directory "
                             "holding tokenizer.json / tokenizer_config.json")
+    if key.attr == "cache_dir" and path.exists() and not path.is_dir():
+        raise ContractError(f"cache folder {path} is not a directory")
     if key.attr == "expected_ids" and not path.is_file():
         what = "is not a file" if path.exists() else "does not exist"
         raise ContractError(f"manifest {path} {what}")
