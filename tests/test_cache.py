@@ -304,3 +304,22 @@ def test_digest_range_covers_what_a_shard_reads(tmp_path: Path):
     path.write_bytes(data)
     assert digest_range(path, 10, 15) != digest_range(path, 10, 16)
     assert digest_range(path) == digest_range(path, 0, None)
+
+
+def test_parquet_row_group_shards_are_cached(project: TokProject):
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    project.ini(tokaudit_require_once=ONCE, tokaudit_require_last=LAST, tokaudit_shard_size=1,
+                tokaudit_count_mean_rel="")
+    project.write("conftest.py", COUNTER)
+    path = project.path / "data/a.parquet"
+    path.parent.mkdir()
+    rows = [good(i) for i in range(6)] + [good(6, billed=40)]
+    pq.write_table(pa.Table.from_pylist(rows), path, row_group_size=2)  # 4 row-group shards
+    cold = project.run()
+    assert audited(project) == 7
+    warm = project.run()
+    assert audited(project) == 0
+    assert warm.parseoutcomes() == cold.parseoutcomes()
+    warm.stdout.fnmatch_lines(["tokaudit cache: 4 of 4 audit items reused*",
+                               "FAILED data/a.parquet::tokaudit[[]file[]] - 1 of 7 audited *"])
