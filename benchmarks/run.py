@@ -32,7 +32,8 @@ from importlib.metadata import PackageNotFoundError, version
 HERE = os.path.dirname(os.path.abspath(__file__))
 PY = sys.executable
 PAGE = os.sysconf("SC_PAGE_SIZE")
-ALL = ["stdlib", "orjson", "duckdb", "pyarrow", "pytest-n0", "pytest-n2", "startup", "roundtrip", "template"]
+ALL = ["stdlib", "orjson", "duckdb", "pyarrow", "pytest-n0", "pytest-n2", "startup", "roundtrip",
+       "template", "incremental", "fingerprint"]
 THROUGHPUT = {"stdlib", "orjson", "duckdb", "pyarrow", "pytest-n0", "pytest-n2"}
 
 CONTRACT_INI = """[pytest]
@@ -400,6 +401,72 @@ def bench_template(path, work, args):
     return rows
 
 
+def fresh_cache_cmd(folder, cmd):
+    """cmd after emptying the cache folder: a cold run that also fills the cache."""
+    code = ("import shutil, subprocess, sys; shutil.rmtree(sys.argv[1], ignore_errors=True); "
+            "sys.exit(subprocess.call(sys.argv[2:]))")
+    return [PY, "-c", code, folder, *cmd]
+
+
+def bench_incremental(path, work, args):
+    """A second run on unchanged data (the cache warm) against a cold run, the same file.
+
+    The cache lives in tokaudit_cache_dir (pytest's own cache is off in every row, see
+    PYTEST_OPTS); a priming run fills it before timing."""
+    size, lines = warm(path)
+    name = os.path.splitext(os.path.basename(path))[0]
+    folder = os.path.join(work, "incremental", f"cache-{name}")
+    fill = os.path.join(work, "incremental", f"cache-{name}-fill")
+    ini = write(os.path.join(work, "incremental", "pytest.ini"), CONTRACT_INI.format(**KIMI))
+    ini_warm = write(os.path.join(work, "incremental", "warm", "pytest.ini"),
+                     CONTRACT_INI.format(**KIMI) + f"tokaudit_cache_dir = {folder}\n")
+    ini_fill = write(os.path.join(work, "incremental", "fill", "pytest.ini"),
+                     CONTRACT_INI.format(**KIMI) + f"tokaudit_cache_dir = {fill}\n")
+    bare_ini = write(os.path.join(work, "bare", "pytest.ini"), "[pytest]\n")
+    write(os.path.join(work, "bare", "test_trivial.py"), "def test_ok():\n    assert True\n")
+    rows = []
+    for n in ("0", "2"):
+        cold = Row(f"cold -n {n} (--tokaudit-no-cache)",
+                   pytest_cmd(ini, "--tokaudit", path, "-n", n, "--tokaudit-no-cache"),
+                   os.path.dirname(ini), ok_codes=(0, 1), findings=pytest_findings)
+        filling = Row(f"cold -n {n}, filling the cache",
+                      fresh_cache_cmd(fill, pytest_cmd(ini_fill, "--tokaudit", path, "-n", n)),
+                      os.path.dirname(ini_fill), ok_codes=(0, 1), findings=pytest_findings)
+        warm_row = Row(f"warm -n {n}", pytest_cmd(ini_warm, "--tokaudit", path, "-n", n),
+                       os.path.dirname(ini_warm), ok_codes=(0, 1), findings=pytest_findings)
+        rows += [cold, filling, warm_row]
+    bare = Row("pytest test_trivial.py (startup)", pytest_cmd(bare_ini, "test_trivial.py"),
+               os.path.dirname(bare_ini), findings=pytest_findings, sample=False)
+    rows.append(bare)
+    prime = run_once(pytest_cmd(ini_warm, "--tokaudit", path, "-n", "0"), os.path.dirname(ini_warm),
+                     child_env(), args.timeout)
+    if prime["rc"] not in (0, 1):
+        print(f"\n(incremental skipped: the priming run exited {prime['rc']})")
+        return []
+    interleave(rows, args.repeat, args.timeout)
+    report(f"incremental: {os.path.basename(path)}, {size / 1e6:.1f} MB, {lines:,} records", rows,
+           rows[0], [("MB/s", size / 1e6)])
+    start = bare.wall
+    out = []
+    for n, (cold, filling, warm_row) in zip(("0", "2"), (rows[0:3], rows[3:6])):
+        if cold.runs and warm_row.runs and start:
+            out.append([f"-n {n}", f"{warm_row.wall / cold.wall:.1%}",
+                        f"{max(warm_row.wall - start, 0) / max(cold.wall - start, 1e-9):.1%}",
+                        f"{filling.wall / cold.wall:.2f}"])
+    table("incremental: warm ÷ cold", ["", "whole process", "above pytest's start-up",
+                                        "filling ÷ cold"], out)
+    return rows
+
+
+def bench_fingerprint(path, args):
+    """Fingerprinting candidates on one file, in one process (benchmarks/fingerprint.py)."""
+    warm(path)
+    cmd = [PY, os.path.join(HERE, "fingerprint.py"), path, "--repeat", str(args.repeat)]
+    r = run_once(cmd, HERE, child_env(), args.timeout, sample=False)
+    print(f"\n### fingerprint\n{r['out']}" if r["rc"] == 0 else f"\n(fingerprint failed: {r['err'][-300:]})")
+    return []
+
+
 # --- main ----------------------------------------------------------------
 
 
@@ -446,6 +513,11 @@ def main():
             results[os.path.basename(path)] = bench_throughput(path, which, ini, args)
     if "startup" in which:
         results["startup"] = bench_startup(work, ini, args)
+    big = max((f for f in files if f.endswith(".jsonl")), key=os.path.getsize, default=None)
+    if "incremental" in which and big:  # the largest JSONL file
+        results["incremental"] = bench_incremental(big, work, args)
+    if "fingerprint" in which and big:
+        results["fingerprint"] = bench_fingerprint(big, args)
     rt = os.path.join(args.data, "roundtrip.jsonl")
     if "roundtrip" in which:
         if os.path.exists(rt) and args.tokenizer:

@@ -369,12 +369,19 @@ class AuditItem(TokauditItem):
             summary.shard, summary.shards = self.shard
             summary.start = self.byte_range[0]
         try:
+            from .cache import entry_for, reuse
             from .parquet import audit_parquet, is_parquet
 
-            if is_parquet(self.source):
+            entry = entry_for(self)  # None: the cache is off, or cannot key this item
+            cached = reuse(entry)
+            if cached is not None:  # an unchanged item: its summary before the file checks
+                summary = cached
+            elif is_parquet(self.source):
                 audit_parquet(self.source, contract, self.ihook, summary, self.groups)
             else:
                 audit(self.source, contract, self.ihook, summary, *self.byte_range)
+            if entry is not None and cached is None:
+                entry.save(summary)
             if self.shard is None:
                 check_file(self.source, contract, self.ihook, summary)
             # A file that could not be opened (deleted mid-run, say) was not audited: its

@@ -452,6 +452,9 @@ KEYS: tuple[Key, ...] = (
     Key("tokaudit_expected_ids", "expected_ids", parse_path, "",
         "dataset: manifest of ids that must have a record (relative to the ini file)",
         doc="dataset: a manifest (JSONL with the id field, or one id per line) of ids that must have a record; missing ids are reported as a count and their first ranges"),
+    Key("tokaudit_cache_dir", "cache_dir", parse_path, "",
+        "folder of the incremental cache (relative to the ini file; default: pytest's cache)",
+        doc="folder of the incremental cache (relative to the ini file), for CI to keep between jobs; unset: `.pytest_cache/d/tokaudit` (see Incremental runs)"),
     Key("tokaudit_baseline_rel", "baseline_rel", parse_rel, "10%",
         "baseline: how much worse than the baseline a file may get", "float",
         doc="with `--tokaudit-baseline`: how much worse than the baseline a file's mean diff ratio, records with findings or mean round-trip ratio may get"),
@@ -515,6 +518,7 @@ class Contract:
     count_outlier_max: Allowance | None = None
     unique_text: bool = False
     group_by: tuple[str, ...] = ()
+    cache_dir: str = ""  # where results are cached, not a rule: no part of a cache key
     # Token specs resolved to ids (names need the tokenizer); filled by resolve_tokens.
     require_once_ids: tuple[int, ...] = ()
     require_last_ids: tuple[int, ...] = ()
@@ -636,9 +640,12 @@ class Contract:
         return "; ".join(f"{o} [{', '.join(v)}]" for o, v in by_origin.items())
 
     def to_json(self) -> dict[str, str]:
-        """Every key as it would be written in pytest.ini (paths made absolute)."""
+        """Every key as it would be written in pytest.ini (paths made absolute), but
+        tokaudit_cache_dir."""
         out = {}
         for key in KEYS:
+            if key.attr == "cache_dir":  # where this run cached, not a rule of the data
+                continue
             text = self.sources.get(key.name, (key.default, "default"))[0]
             if key.attr in PATH_ATTRS:
                 text = getattr(self, key.attr)
@@ -664,7 +671,7 @@ class Contract:
         return cls(**values, sources=sources)
 
 
-PATH_ATTRS = ("tokenizer", "expected_ids")
+PATH_ATTRS = ("tokenizer", "expected_ids", "cache_dir")
 DATASET_ATTRS = ("budget", "price_per_mtok", "unique_ids", "unique_text", "expected_ids")
 FIELD_ATTRS = ("ids_field", "count_field", "id_field", "where", "finish_reason_field")
 _PLAIN_WORD = re.compile(r"[^\s'\"\\]+")
@@ -750,6 +757,8 @@ def _check_path(key: Key, path: Path) -> None:
         what = "is not a directory" if path.exists() else "does not exist"
         raise ContractError(f"tokenizer directory {path} {what}; give a local directory "
                             "holding tokenizer.json / tokenizer_config.json")
+    if key.attr == "cache_dir" and path.exists() and not path.is_dir():
+        raise ContractError(f"cache folder {path} is not a directory")
     if key.attr == "expected_ids" and not path.is_file():
         what = "is not a file" if path.exists() else "does not exist"
         raise ContractError(f"manifest {path} {what}")

@@ -410,6 +410,9 @@ class Controller:
             self.baseline_changes(),
         )
         data["coverage"] = cov.to_json()
+        from .cache import report as cache_report
+
+        data["cache"] = cache_report(self.config, self.summaries)  # which items were reused
         self.write_error = jsonreport.write(Path(self.config.invocation_params.dir, path), data)
         if self.write_error and session.exitstatus == 0:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED  # the report CI expects is missing
@@ -437,6 +440,11 @@ class Controller:
         limit = None if self.config.option.verbose > 0 else ROWS
         for line, markup in styled_summary(files, self.contract, limit, terminal_width(self.config)):
             tr.write_line(line, **markup)
+        from .cache import summary_line
+
+        cached = summary_line(self.config, self.summaries)
+        if cached:
+            tr.write_line(cached)
         if self.contract.price_per_mtok is not None and self.contract.budget is None:
             spent = sum(s.billed_total for s in files)
             tr.write_line(f"\nbilled {spent:,} tokens = {money(spent, self.contract)}")

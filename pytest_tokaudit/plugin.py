@@ -34,6 +34,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--tokaudit-baseline", metavar="PATH", default=None,
         help="fail files that got worse than in an earlier --tokaudit-json report",
     )
+    group.addoption(
+        "--tokaudit-no-cache", action="store_true", default=False,
+        help="audit every file, reusing no cached result and storing none",
+    )
     add_ini_keys(parser)
     from .progress import add_ini
 

@@ -213,6 +213,12 @@ def summary_table(
             total.merge(s)
         rows.append(_row(total, with_rt))
         marks.append({"bold": True})
+    if any(s.cached for s in summaries):  # reused from the cache (tokaudit_cache_dir)
+        header.append("cached")
+        cells = ["yes" if s.cached else "" for s in listed]
+        if len(summaries) > 1:
+            cells.append(f"{sum(s.cached for s in summaries):,}")
+        rows = [row + [cell] for row, cell in zip(rows, cells)]
     _fit_first(header, rows, width)
     table = _table(header, rows, right=set(range(1, len(header))))
     out: list[Styled] = [(table[0], PLAIN), *zip(table[1:], marks)]

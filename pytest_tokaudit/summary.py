@@ -70,6 +70,7 @@ class FileSummary:
     # Per-check channels: name -> JSON-able values a check's batch hook fills for its
     # dataset check (IDS: the record ids, for unique_ids and expected_ids).
     channels: dict[str, list[Any]] = field(default_factory=dict)
+    cached: bool = False  # reused from the cache (cache.py); merged: every part was
 
     # -- accumulation ------------------------------------------------------------------
     def add_counts(self, line: int, record_id: Any, billed: int, counted: int) -> None:
@@ -213,6 +214,7 @@ class FileSummary:
         for name, values in other.channels.items():
             self.channels.setdefault(name, []).extend(values)
         self.read_error = self.read_error or other.read_error
+        self.cached = self.cached and other.cached
         self.shard, self.shards = None, 1
 
     # -- travel --------------------------------------------------------------------------

@@ -250,6 +250,7 @@ OTHER = {
     "tokaudit_group_by": {"unclosed-quote": "'provider", "empty-part": "provider meta..model"},
     "tokaudit_id_field": {"empty-part": "meta..id", "leading-dot": ".id"},
     "tokaudit_where": {"empty-part": "a..b"},
+    "tokaudit_cache_dir": {"a-file": "pytest.ini"},
 }
 
 

@@ -1,0 +1,363 @@
+"""Incremental runs: an audit item's summary, reused while nothing it depends on changed.
+
+An entry is keyed by everything the item's summary depends on, each part checked on read:
+
+- the bytes the item reads: a SHA-256 of them (never a modification time: a fresh CI
+  checkout changes those), and their size; a shard's range plus the byte before it (which
+  says whether its first line is its own) and the rest of its last line;
+- the contract as resolved for its file (after ``pytest_tokaudit_contract`` hooks), every
+  key but ``tokaudit_cache_dir``;
+- the tokenizer, if one is set: a SHA-256 of every file in its directory, and the versions
+  of transformers and tokenizers;
+- the code: this plugin's version and a hash of its source files, the versions of the
+  parsers (orjson, pyarrow), and each per-record and batch hook implementation that runs
+  on the item (its plugin's name and a hash of its source file);
+- the item itself: its path, shard and byte range or row groups.
+
+The value is the item's FileSummary JSON *before* the per-file checks, which run again on
+every hit (they read the summary only, and follow a changed baseline). An entry is one
+file, written to a temporary name and moved into place (``os.replace``), holding its own
+key and a digest of its summary: an entry that is corrupt, half written, from another
+version or for another key is a miss, never trusted. Two processes writing the same entry
+(xdist workers, two CI jobs sharing the folder) write the same bytes; the last one wins.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from .contract import KEYS, Contract
+from .summary import FileSummary
+
+FORMAT = 1
+FOLDER = "tokaudit"  # under pytest's cache directory: .pytest_cache/d/tokaudit
+CHUNK = 1 << 20
+NOT_KEYED = ("cache_dir",)  # contract attributes that do not shape an item's summary
+STORE = pytest.StashKey["Store | None"]()
+# Hooks that run inside an item's audit. Per-file hooks are not keyed: they run on every hit.
+AUDIT_HOOKS = ("pytest_tokaudit_check_record", "pytest_tokaudit_check_batch")
+
+
+def digest_range(path: Path | str, start: int = 0, end: int | None = None) -> str:
+    """SHA-256 of the bytes an item of `path` reads: all of it, or a shard's byte range
+    [start, end) with the byte before it and the rest of its last line."""
+    h = hashlib.sha256()
+    buf = bytearray(CHUNK)
+    view = memoryview(buf)
+    with open(path, "rb", buffering=0) as fh:
+        first = max(start - 1, 0)
+        fh.seek(first)
+        left = None if end is None else max(end - first, 0)
+        last = b""
+        while left is None or left > 0:
+            n = fh.readinto(view if left is None or left >= CHUNK else view[:left])
+            if not n:
+                return h.hexdigest()
+            h.update(view[:n])
+            last = bytes(view[n - 1:n])
+            if left is not None:
+                left -= n
+        if last == b"\n":  # the last line ends in the range
+            return h.hexdigest()
+        while True:  # the line that starts in the range goes on to its newline
+            n = fh.readinto(view)
+            if not n:
+                break
+            nl = buf.find(b"\n", 0, n)
+            h.update(view[: n if nl < 0 else nl + 1])
+            if nl >= 0:
+                break
+    return h.hexdigest()
+
+
+_FILE_DIGESTS: dict[tuple, str] = {}
+
+
+def digest_file(path: Path | str) -> str:
+    """SHA-256 of a whole file, once per process while it is not rewritten."""
+    st = os.stat(path)
+    key = (os.fspath(path), st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    if key not in _FILE_DIGESTS:
+        _FILE_DIGESTS[key] = digest_range(path)
+    return _FILE_DIGESTS[key]
+
+
+_CODE: str | None = None
+
+
+def code_digest() -> str:
+    """This plugin's version and source: an edited checkout is another version."""
+    global _CODE
+    if _CODE is None:
+        from . import __version__
+
+        h = hashlib.sha256(__version__.encode())
+        here = Path(__file__).parent
+        for src in sorted(here.glob("*.py")):
+            h.update(src.name.encode() + b"\0" + src.read_bytes())
+        _CODE = h.hexdigest()
+    return _CODE
+
+
+def _versions(*names: str) -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {}
+    for name in names:
+        try:
+            out[name] = version(name)
+        except PackageNotFoundError:
+            out[name] = ""
+    return out
+
+
+_TOKENIZERS: dict[str, dict[str, Any]] = {}
+
+
+def tokenizer_digest(directory: str) -> dict[str, Any]:
+    """Every file of a tokenizer directory, hashed, and the libraries that read them."""
+    if directory not in _TOKENIZERS:
+        files = {}
+        for entry in sorted(os.scandir(directory), key=lambda e: e.name):
+            if entry.is_file():
+                files[entry.name] = digest_file(entry.path)
+        _TOKENIZERS[directory] = {"files": files, **_versions("transformers", "tokenizers")}
+    return _TOKENIZERS[directory]
+
+
+def contract_key(contract: Contract) -> dict[str, str]:
+    """The resolved contract, as text: each key's parsed value, and the resolved token ids.
+    Paths are not keyed as written (a checkout in another folder is the same contract): the
+    tokenizer by its files, the manifest by whether there is one (items only keep ids)."""
+    out = {}
+    for key in KEYS:
+        if key.attr in NOT_KEYED:
+            continue
+        value = getattr(contract, key.attr)
+        if key.attr == "tokenizer":
+            value = tokenizer_digest(value) if value else None
+        elif key.attr == "expected_ids":
+            value = bool(value)
+        out[key.name] = repr(value)
+    for attr in ("require_once_ids", "require_last_ids", "forbid_ids"):
+        out[attr] = repr(getattr(contract, attr))
+    return out
+
+
+_SOURCES: dict[str, str] = {}
+
+
+def hooks_key(ihook: Any, root: Path) -> list[list[str]] | None:
+    """The per-record and batch hook implementations that run on an item, each with a hash
+    of its source file; None if one has no source file (its changes could not be seen).
+    A conftest plugin is named by its path, kept relative to the rootdir: another checkout
+    of the same project (a CI job's) is the same code."""
+    out = []
+    for name in AUDIT_HOOKS:
+        for impl in getattr(ihook, name).get_hookimpls():
+            code = getattr(impl.function, "__code__", None)
+            filename = getattr(code, "co_filename", "")
+            if filename not in _SOURCES:
+                try:
+                    _SOURCES[filename] = hashlib.sha256(Path(filename).read_bytes()).hexdigest()
+                except (OSError, ValueError):
+                    return None
+            plugin = impl.plugin_name
+            if os.path.isabs(plugin):
+                with contextlib.suppress(ValueError):
+                    plugin = Path(plugin).relative_to(root).as_posix()
+            out.append([name, plugin, _SOURCES[filename]])
+    return out
+
+
+class Store:
+    """A folder of entries, `<key[:2]>/<key>.json`. `read` is False under --cache-clear:
+    every item is audited again and its entry rewritten."""
+
+    def __init__(self, directory: Path, read: bool = True):
+        self.directory = directory
+        self.read = read
+
+    def path(self, name: str) -> Path:
+        return self.directory / name[:2] / f"{name}.json"
+
+    def load(self, name: str, key: dict[str, Any]) -> FileSummary | None:
+        if not self.read:
+            return None
+        try:
+            data = orjson.loads(self.path(name).read_bytes())
+            text = data["summary"]
+            if (data.get("format") != FORMAT or data.get("key") != key
+                    or data.get("digest") != hashlib.sha256(text.encode()).hexdigest()):
+                return None
+            summary = FileSummary.from_json(text)
+        except Exception:  # noqa: BLE001 - missing, unreadable, corrupt: audit the item
+            return None
+        summary.cached = True
+        return summary
+
+    def save(self, name: str, key: dict[str, Any], summary_json: str) -> None:
+        entry = orjson.dumps({
+            "format": FORMAT, "key": key,
+            "digest": hashlib.sha256(summary_json.encode()).hexdigest(),
+            "summary": summary_json,
+        })
+        target = self.path(name)
+        tmp = None
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-", suffix=".json")
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(entry)
+            os.replace(tmp, target)  # a reader sees the old entry or the new one, whole
+            tmp = None
+        except OSError:
+            pass  # a read-only or full cache: the next run audits the item again
+        finally:
+            if tmp is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+
+
+def store_for(config: pytest.Config) -> Store | None:
+    """This process's store: None with --tokaudit-no-cache, or with no cache directory
+    (`-p no:cacheprovider` and no tokaudit_cache_dir)."""
+    if STORE not in config.stash:
+        config.stash[STORE] = _make_store(config)
+    return config.stash[STORE]
+
+
+def _make_store(config: pytest.Config) -> Store | None:
+    from .collect import CONTRACT
+
+    if config.getoption("tokaudit_no_cache", False):
+        return None
+    read = not config.getoption("cacheclear", False)
+    folder = config.stash[CONTRACT].cache_dir
+    if folder:
+        return Store(Path(folder), read)
+    cache = getattr(config, "cache", None)
+    if cache is None:  # -p no:cacheprovider
+        return None
+    try:
+        return Store(Path(cache.mkdir(FOLDER)), read)
+    except OSError:
+        return None
+
+
+class Entry:
+    """One audit item's entry: its key, computed before the audit, and its file's stat,
+    which must not change while the item is audited for its summary to be stored."""
+
+    def __init__(self, store: Store, key: dict[str, Any], source: Path):
+        self.store = store
+        self.key = orjson.loads(orjson.dumps(key))  # as read back: tuples become lists
+        self.name = hashlib.sha256(orjson.dumps(key, option=orjson.OPT_SORT_KEYS)).hexdigest()
+        self.source = source
+        self.stat = _stat(source)
+
+    def load(self) -> FileSummary | None:
+        return self.store.load(self.name, self.key)
+
+    def save(self, summary: FileSummary) -> None:
+        """Store an audit that ran to the end on bytes that did not change meanwhile."""
+        if summary.read_error or _stat(self.source) != self.stat:
+            return
+        self.store.save(self.name, self.key, summary.to_json())
+
+
+def _stat(path: Path) -> tuple[int, ...]:
+    st = os.stat(path)
+    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def entry_for(item: Any) -> Entry | None:
+    """The cache entry of an AuditItem, or None: the cache is off, the file is remote (an
+    object store's ETag is not always a hash of the bytes), or it cannot be fingerprinted."""
+    store = store_for(item.config)
+    source = item.source
+    if store is None or not isinstance(source, Path):
+        return None
+    hooks = hooks_key(item.ihook, item.config.rootpath)
+    if hooks is None:
+        return None
+    from .parquet import is_parquet
+
+    parquet = is_parquet(source)
+    try:
+        if parquet or item.shard is None:
+            data = digest_file(source)  # a Parquet shard reads the footer too
+            size = os.stat(source).st_size
+        else:
+            start, end = item.byte_range
+            data = digest_range(source, start, end)
+            size = os.stat(source).st_size
+    except OSError:
+        return None  # unreadable: the audit says why
+    key = {
+        "item": [item.display, item.shard, list(item.byte_range),
+                 None if item.groups is None else list(item.groups)],
+        "data": ["sha256", data, size],
+        "contract": contract_key(item.contract),
+        "hooks": hooks,
+        "code": code_digest(),
+        "python": list(sys.version_info[:2]),
+        "libraries": _versions("orjson", *(("pyarrow",) if parquet else ())),
+    }
+    return Entry(store, key, source)
+
+
+def reuse(entry: Entry | None) -> FileSummary | None:
+    """The cached summary of an item, if it may stand for an audit. Not under
+    --tokaudit-failures when the item has findings at records: that file lists every bad
+    record, which the entry does not hold, so such an item is audited again."""
+    summary = entry.load() if entry is not None else None
+    if summary is None:
+        return None
+    from . import failures
+
+    if failures.ACTIVE is not None and summary.findings > len(summary.file_findings):
+        return None
+    return summary
+
+
+# -- the controller's view ------------------------------------------------------------------
+
+def cached_items(summaries: dict[str, FileSummary]) -> list[str]:
+    """Node ids of the audit items whose summary came from the cache."""
+    return sorted(nodeid for nodeid, s in summaries.items() if s.cached)
+
+
+def report(config: pytest.Config, summaries: dict[str, FileSummary]) -> dict[str, Any]:
+    """The JSON report's "cache": whether it was on, and which items it served."""
+    store = store_for(config)
+    return {
+        "enabled": store is not None,
+        "dir": None if store is None else str(store.directory),
+        "items": cached_items(summaries),
+        "audited": sorted(n for n, s in summaries.items() if not s.cached),
+    }
+
+
+def summary_line(config: pytest.Config, summaries: dict[str, FileSummary]) -> str | None:
+    store = store_for(config)
+    if store is None or not summaries:
+        return None
+    hits = len(cached_items(summaries))
+    if not hits:  # a cold run says nothing: the table marks what was reused
+        return None
+    try:
+        where = os.path.relpath(store.directory, config.invocation_params.dir)
+    except ValueError:  # another drive on Windows
+        where = str(store.directory)
+    return (f"tokaudit cache: {hits:,} of {len(summaries):,} audit items reused unchanged "
+            f"results ({where})")

@@ -1,0 +1,325 @@
+"""Incremental runs: an unchanged item reuses its last result, anything it depends on
+changing makes it audited again, and a bad cache entry is never trusted.
+
+Whether records were audited is counted by a conftest hook that logs every record it is
+called with (never timed).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from conftest import TokProject, assert_no_crash, failure_section, rec, summary_section
+
+from pytest_tokaudit.cache import digest_range
+
+ONCE, LAST = 7, 9
+
+# Logs every record audited in any process (xdist workers append to the same file).
+COUNTER = """
+from pathlib import Path
+
+LOG = Path(__file__).parent / "audited.log"
+
+
+def pytest_tokaudit_check_record(record):
+    with open(LOG, "a") as fh:
+        fh.write(f"{record.line}\\n")
+"""
+
+
+def good(i: int, n: int = 10, billed: int | None = None) -> dict:
+    return rec(i, n, billed, once=[ONCE], last=LAST)
+
+
+def audited(project: TokProject) -> int:
+    """Records audited since the last call."""
+    log = project.path / "audited.log"
+    if not log.exists():
+        return 0
+    n = len(log.read_text().splitlines())
+    log.unlink()
+    return n
+
+
+def report(project: TokProject, name: str = "audit.json") -> dict:
+    return json.loads((project.path / name).read_text())
+
+
+def without_cache_marks(data: dict) -> dict:
+    data = dict(data)
+    data.pop("cache")
+    # The first run's report is a .json file under the rootdir: "present, not matched".
+    data["coverage"] = {k: v for k, v in data["coverage"].items() if k != "unmatched"}
+    data["files"] = [{k: v for k, v in f.items() if k != "cached"} for f in data["files"]]
+    return data
+
+
+@pytest.fixture
+def dataset(project: TokProject) -> TokProject:
+    """Three files, one sharded, one failing, an id duplicated across two files, a budget
+    and a manifest: every dataset check has something to judge."""
+    project.ini(
+        tokaudit_require_once=ONCE, tokaudit_require_last=LAST, tokaudit_count_abs=0,
+        tokaudit_count_rel=0, tokaudit_unique_ids="true", tokaudit_budget=10_000,
+        tokaudit_expected_ids="ids.txt", tokaudit_shard_size=700, tokaudit_count_mean_rel="",
+    )
+    project.write("ids.txt", "\n".join(str(i) for i in range(1, 40)) + "\n")
+    project.write("conftest.py", COUNTER)
+    project.jsonl("data/a.jsonl", [good(i) for i in range(1, 6)])
+    project.jsonl("data/b.jsonl", [good(6), good(7, billed=12), good(1)])  # count; dup id 1
+    project.jsonl("data/big.jsonl", [good(i) for i in range(10, 30)])  # ~2 KB: 4 shards
+    project.jsonl("data/c.jsonl.gz", [good(i) for i in range(30, 35)])
+    return project
+
+
+def test_a_second_run_on_unchanged_data_audits_no_record(dataset: TokProject):
+    cold = dataset.run("--tokaudit-json=audit.json")
+    assert audited(dataset) == 33
+    assert cold.ret == pytest.ExitCode.TESTS_FAILED
+    cold_report = report(dataset)
+    assert cold_report["cache"]["items"] == []
+    assert not any(f["cached"] for f in cold_report["files"])
+
+    warm = dataset.run("--tokaudit-json=audit.json")
+    assert_no_crash(warm)
+    assert audited(dataset) == 0
+    assert warm.ret == cold.ret
+    # The same verdicts, with the same failure text: a cached red file stays red.
+    outcomes = warm.parseoutcomes()
+    assert outcomes == cold.parseoutcomes()
+    assert failure_section(warm, "data/b.jsonl") == failure_section(cold, "data/b.jsonl")
+    for check in ("unique_ids", "expected_ids", "budget"):
+        warm.stdout.fnmatch_lines([f"pytest.ini::tokaudit::{check}: *"])
+    ds = lambda r: [l for l in r.stdout.lines if l.startswith("pytest.ini::tokaudit::")]  # noqa: E731
+    assert ds(warm) == ds(cold) and len(ds(cold)) == 4
+    # Dataset checks, totals and every file entry as a cold run has them.
+    warm_report = report(dataset)
+    assert without_cache_marks(warm_report) == without_cache_marks(cold_report)
+    assert all(f["cached"] for f in warm_report["files"])
+    items = warm_report["cache"]["items"]
+    assert len(items) == 7 and warm_report["cache"]["audited"] == []  # 4 shards + 3 files
+    assert "data/big.jsonl::tokaudit[shard 1 of 4]" in items
+    # The table marks the reused files.
+    table = summary_section(warm)
+    assert table[0].split()[-1] == "cached"
+    assert [l.split()[-1] for l in table[1:6]] == ["yes", "yes", "yes", "yes", "4"]
+    warm.stdout.fnmatch_lines(["tokaudit cache: 7 of 7 audit items reused unchanged results "
+                               "(.pytest_cache/d/tokaudit)"])
+
+    # --lf reruns the failing file from the cache: still failing, nothing read.
+    lf = dataset.run("--lf")
+    assert audited(dataset) == 0
+    lf.stdout.fnmatch_lines(["FAILED data/b.jsonl::tokaudit - 1 of 3 audited records*"])
+
+
+def test_a_changed_file_of_the_same_size_and_mtime_is_audited_again(dataset: TokProject):
+    dataset.run()
+    assert audited(dataset) == 33
+    path = dataset.path / "data/a.jsonl"
+    st = path.stat()
+    data = path.read_bytes()
+    path.write_bytes(data.replace(b'"completion_tokens": 10', b'"completion_tokens": 11', 1))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert path.stat().st_size == st.st_size and path.stat().st_mtime_ns == st.st_mtime_ns
+
+    result = dataset.run()
+    assert audited(dataset) == 5  # a.jsonl only
+    result.stdout.fnmatch_lines(["FAILED data/a.jsonl::tokaudit - 1 of 5 audited records*"])
+
+
+def test_a_changed_shard_is_audited_again_alone(dataset: TokProject):
+    dataset.run()
+    assert audited(dataset) == 33
+    path = dataset.path / "data/big.jsonl"
+    lines = path.read_bytes().splitlines(keepends=True)
+    lines[-1] = lines[-1].replace(b'"completion_tokens": 10', b'"completion_tokens": 99')
+    path.write_bytes(b"".join(lines))
+
+    result = dataset.run()
+    assert audited(dataset) == 5  # the last shard's records
+    # Judged with the whole file, from three cached shards and the new one.
+    result.stdout.fnmatch_lines(["FAILED data/big.jsonl::tokaudit[[]file[]] - 1 of 20 audited *"])
+
+
+def test_a_changed_contract_or_hook_invalidates(dataset: TokProject):
+    dataset.run()
+    assert audited(dataset) == 33
+    # A folder's contract, as a conftest hook resolves it, is part of the key.
+    dataset.write("data/conftest.py", "")
+    dataset.run()
+    assert audited(dataset) == 0  # a conftest without tokaudit hooks changes nothing
+    dataset.write("data/conftest.py", """
+def pytest_tokaudit_contract(path, contract):
+    if path.name == "a.jsonl":
+        return contract.replace(count_abs=1)
+""")
+    dataset.run()
+    assert audited(dataset) == 5
+    # An ini key: every file.
+    text = (dataset.path / "pytest.ini").read_text()
+    (dataset.path / "pytest.ini").write_text(text.replace("tokaudit_count_abs = 0",
+                                                         "tokaudit_count_abs = 2"))
+    result = dataset.run()
+    assert audited(dataset) == 33 - 5  # a.jsonl's count_abs is still its hook's
+    result.stdout.no_fnmatch_line("FAILED data/b.jsonl::tokaudit *")  # 12 vs 10 is within 2
+    # The record hooks' own code: the counter logs one more field.
+    dataset.write("conftest.py", COUNTER + "\n# changed\n")
+    dataset.run()
+    assert audited(dataset) == 33
+
+
+def test_a_corrupt_or_foreign_entry_is_ignored(dataset: TokProject):
+    dataset.run()
+    assert audited(dataset) == 33
+    entries = sorted((dataset.path / ".pytest_cache/d/tokaudit").rglob("*.json"))
+    assert len(entries) == 7
+    by_file = {}
+    for entry in entries:
+        data = json.loads(entry.read_bytes())
+        path, shard = data["key"]["item"][:2]
+        by_file[(path, shard and shard[0])] = (entry, data)
+    b_entry, b_data = by_file[("data/b.jsonl", None)]
+    a_entry, a_data = by_file[("data/a.jsonl", None)]
+    c_entry, c_data = by_file[("data/c.jsonl.gz", None)]
+    s_entry, s_data = by_file[("data/big.jsonl", 0)]
+
+    # A lie about b.jsonl (no finding) without its digest; another version's a.jsonl;
+    # a half-written c.jsonl.gz; garbage for the first shard.
+    summary = json.loads(b_data["summary"])
+    summary.update(findings=0, bad_records=0, shown=[], by_check={})
+    b_data["summary"] = json.dumps(summary)
+    b_entry.write_text(json.dumps(b_data))
+    a_data["format"] = 99
+    a_entry.write_text(json.dumps(a_data))
+    c_entry.write_bytes(c_entry.read_bytes()[: c_entry.stat().st_size // 2])
+    s_entry.write_bytes(b"\x00\xff not json")
+
+    result = dataset.run()
+    assert_no_crash(result)
+    assert audited(dataset) == 3 + 5 + 5 + 5  # b, a, c and the first shard
+    result.stdout.fnmatch_lines(["FAILED data/b.jsonl::tokaudit - 1 of 3 audited records*"])
+    assert audited(dataset) == 0 and dataset.run().ret == result.ret  # rewritten, whole
+
+    # An entry holding another item's key (a copy, or a hash collision) is not this one's.
+    b_data = json.loads(b_entry.read_bytes())
+    a_entry.write_text(json.dumps(b_data))
+    dataset.run()
+    assert audited(dataset) == 5
+
+
+def test_cache_clear_no_cache_and_no_cacheprovider(dataset: TokProject):
+    dataset.run()
+    assert audited(dataset) == 33
+    folder = dataset.path / ".pytest_cache/d/tokaudit"
+    dataset.run("--cache-clear")
+    assert audited(dataset) == 33
+    assert len(list(folder.rglob("*.json"))) == 7  # written again
+    dataset.run()
+    assert audited(dataset) == 0
+
+    (dataset.path / "data/a.jsonl").write_bytes(b"")
+    result = dataset.run("--tokaudit-no-cache")
+    assert audited(dataset) == 33 - 5
+    assert len(list(folder.rglob("*.json"))) == 7  # nothing stored
+    result.stdout.no_fnmatch_line("tokaudit cache:*")
+    dataset.run("-p", "no:cacheprovider")
+    assert audited(dataset) == 33 - 5
+
+
+def test_tokaudit_cache_dir(dataset: TokProject):
+    ini = dataset.path / "pytest.ini"
+    ini.write_text(ini.read_text() + "tokaudit_cache_dir = ci-cache\n")
+    dataset.run("-p", "no:cacheprovider", "--tokaudit-json=audit.json")
+    assert audited(dataset) == 33
+    assert len(list((dataset.path / "ci-cache").rglob("*.json"))) == 7
+    assert not (dataset.path / ".pytest_cache").exists()
+    assert "tokaudit_cache_dir" not in report(dataset)["contract"]  # not a rule of the data
+    # Another checkout of the same data in another folder (a CI job) reuses the entries.
+    other = dataset.path / "checkout"
+    other.mkdir()
+    for name in ("pytest.ini", "conftest.py", "ids.txt"):
+        (other / name).write_bytes((dataset.path / name).read_bytes())
+    (other / "data").mkdir()
+    for f in (dataset.path / "data").iterdir():
+        (other / "data" / f.name).write_bytes(f.read_bytes())
+    ini = other / "pytest.ini"
+    ini.write_text(ini.read_text().replace("ci-cache", str(dataset.path / "ci-cache")))
+    result = dataset.pytester.runpytest_subprocess(
+        "--tokaudit", "--rootdir", str(other), "-c", str(ini), str(other / "data"),
+        *dataset.mode, "-p", "no:cacheprovider", "-p", "no:hypothesispytest")
+    assert_no_crash(result)
+    assert not (other / "audited.log").exists()  # its own conftest counted nothing
+    result.stdout.fnmatch_lines(["tokaudit cache: 7 of 7 audit items reused*"])
+
+
+def test_failures_file_lists_cached_bad_records(dataset: TokProject):
+    dataset.run()
+    assert audited(dataset) == 33
+    dataset.run("--tokaudit-failures=bad.jsonl")
+    assert audited(dataset) == 3  # b.jsonl, the one item with bad records, is read again
+    bad = [json.loads(l) for l in (dataset.path / "bad.jsonl").read_text().splitlines()]
+    assert [(b["path"], b["line"], b["check"]) for b in bad] == [("data/b.jsonl", 2, "count")]
+
+
+def test_a_changed_tokenizer_invalidates(pytester: pytest.Pytester):
+    from tokdata import qwen_dir
+
+    project = TokProject(pytester, ("-p", "no:xdist"))
+    tok = project.path / "tok"
+    tok.mkdir()
+    for f in qwen_dir().iterdir():
+        if f.is_file():
+            (tok / f.name).write_bytes(f.read_bytes())
+    project.ini(tokaudit_tokenizer="tok", tokaudit_require_last="<|im_end|>",
+                tokaudit_count_mean_rel="")
+    project.write("conftest.py", COUNTER)
+    project.jsonl("data/a.jsonl", [rec(i, 5, last=151645) for i in range(3)])
+    assert project.run().ret == pytest.ExitCode.OK
+    assert audited(project) == 3
+    project.run()
+    assert audited(project) == 0
+    config = tok / "tokenizer_config.json"
+    config.write_text(config.read_text() + "\n")
+    assert project.run().ret == pytest.ExitCode.OK
+    assert audited(project) == 3
+
+
+def test_digest_range_covers_what_a_shard_reads(tmp_path: Path):
+    """A shard reads the byte before its range and its last line to the end."""
+    path = tmp_path / "f.jsonl"
+    data = b"aaaa\nbbbb\ncccc\ndddd\n"
+    path.write_bytes(data)
+    base = digest_range(path, 7, 12)  # the shard of "cccc" (starts in [7, 12))
+
+    def changed_at(pos: int) -> bool:
+        path.write_bytes(data[:pos] + b"X" + data[pos + 1:])
+        return digest_range(path, 7, 12) != base
+
+    assert [changed_at(i) for i in range(len(data))] == [
+        False] * 6 + [True] * 9 + [False] * 5  # bytes 6..14: "\nbbbb"[from 6] .. "cccc\n"
+    path.write_bytes(data)
+    assert digest_range(path, 10, 15) != digest_range(path, 10, 16)
+    assert digest_range(path) == digest_range(path, 0, None)
+
+
+def test_parquet_row_group_shards_are_cached(project: TokProject):
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    project.ini(tokaudit_require_once=ONCE, tokaudit_require_last=LAST, tokaudit_shard_size=1,
+                tokaudit_count_mean_rel="")
+    project.write("conftest.py", COUNTER)
+    path = project.path / "data/a.parquet"
+    path.parent.mkdir()
+    rows = [good(i) for i in range(6)] + [good(6, billed=40)]
+    pq.write_table(pa.Table.from_pylist(rows), path, row_group_size=2)  # 4 row-group shards
+    cold = project.run()
+    assert audited(project) == 7
+    warm = project.run()
+    assert audited(project) == 0
+    assert warm.parseoutcomes() == cold.parseoutcomes()
+    warm.stdout.fnmatch_lines(["tokaudit cache: 4 of 4 audit items reused*",
+                               "FAILED data/a.parquet::tokaudit[[]file[]] - 1 of 7 audited *"])
