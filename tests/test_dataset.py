@@ -49,8 +49,9 @@ def test_dataset_checks_identical_in_every_xdist_mode(pytester: pytest.Pytester)
     dataset(project)
     seen = {}
     for name, mode in MODES.items():
-        result = pytester.runpytest_subprocess(
-            "--tokaudit", "data", "-rA", *mode, *UNRELATED_PLUGINS, timeout=120
+        result = pytester.runpytest_subprocess(  # each mode audits: no run reuses another's
+            "--tokaudit", "data", "-rA", "--tokaudit-no-cache", *mode, *UNRELATED_PLUGINS,
+            timeout=120,
         )
         assert_no_crash(result)
         assert result.ret == FAILED, (name, result.stdout.str())
@@ -141,8 +142,10 @@ def test_merge_of_split_runs_matches_one_run(pytester: pytest.Pytester):
     project = TokProject(pytester, ("-p", "no:xdist"))
     dataset(project)
     whole = project.run("--tokaudit-json=all.json")
-    part1 = project.run("--tokaudit-json=p1.json", paths=("data/a.jsonl", "data/big.jsonl"))
-    part2 = project.run("--tokaudit-json=p2.json", paths=("data/b.jsonl",))
+    # The parts audit (as separate CI jobs would): reused results would be marked cached.
+    part1 = project.run("--tokaudit-json=p1.json", "--tokaudit-no-cache",
+                        paths=("data/a.jsonl", "data/big.jsonl"))
+    part2 = project.run("--tokaudit-json=p2.json", "--tokaudit-no-cache", paths=("data/b.jsonl",))
     # Each part alone is clean: its dataset checks skip as partial, none fails or passes.
     assert whole.ret == FAILED and part1.ret == part2.ret == 0
     merged = pytester.run(sys.executable, "-m", "pytest_tokaudit", "merge", "p1.json", "p2.json",
