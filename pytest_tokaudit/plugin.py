@@ -78,9 +78,11 @@ def pytest_configure(config: pytest.Config) -> None:
     for name, check in {**BUILTIN, **DATASET_BUILTIN}.items():
         if not pm.is_blocked(name):
             pm.register(check(), name)
-    # Unnamed, so no -p no:NAME can block it: without the ids, unique_ids would pass
-    # having seen none.
-    pm.register(IdsChannel())
+    # Not optional: without the ids, unique_ids would pass having seen none.
+    if pm.is_blocked("tokaudit.ids"):
+        raise pytest.UsageError("-p no:tokaudit.ids: the record ids the id checks read cannot "
+                                "be turned off; turn off a check instead (-p no:tokaudit.unique_ids)")
+    pm.register(IdsChannel(), "tokaudit.ids")
     baseline = config.getoption("tokaudit_baseline")
     if baseline:
         from .jsonreport import BaselineCheck

@@ -138,3 +138,12 @@ def test_the_summary_view_shows_figures_and_hides_the_writers():
             getattr(view, name)
     view.channel("mine").append(1)
     assert summary.channels == {"mine": [1]}
+
+
+def test_the_ids_channel_cannot_be_turned_off(project: TokProject):
+    project.ini(testpaths="data", tokaudit_unique_ids="true")
+    project.jsonl("data/a.jsonl", [rec(1), rec(1)])
+    result = project.run("-p", "no:tokaudit.ids")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "-p no:tokaudit.ids: the record ids the id checks read cannot be turned off" \
+        in result.stderr.str()
