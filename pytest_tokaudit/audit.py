@@ -27,6 +27,60 @@ def size_text(n: int) -> str:
     return f"{n:,} bytes"
 
 
+class PlainPass:
+    """The per-line path over one part: each line parsed, checked in batches, summarised.
+
+    audit() feeds it every line; the columnar path (columnar.py) only the lines it does
+    not handle natively, so both give the same findings, ids and counts for them.
+    """
+
+    def __init__(self, contract: Contract, hook: Any, summary: FileSummary):
+        self.contract, self.hook, self.summary = contract, hook, summary
+        self.batch: list[Record] = []
+        self.pending: list[Finding] = []  # findings of unusable lines, in line order with the batch
+        self.batch_ids = 0
+        self.keep_ids = contract.unique_ids or bool(contract.expected_ids)
+        self.limit = max_line_bytes(contract)
+
+    def take(self, line: int, body: bytes | int) -> None:
+        """One non-blank line: its body stripped of white space, or its size if too long."""
+        summary = self.summary
+        summary.records += 1
+        if isinstance(body, int):  # longer than the limit: read past, never held or parsed
+            summary.audited += 1
+            self.pending.append(Finding(
+                "line_length",
+                f"line {line} is {body:,} bytes, over the limit of {size_text(self.limit)} "
+                "(tokaudit_max_line_bytes)",
+                line,
+            ))
+        else:
+            parsed = parse_line(body, line, self.contract)
+            if parsed is SKIPPED:
+                summary.skipped += 1
+                return
+            summary.audited += 1
+            if type(parsed) is Rejected:
+                self.pending += parsed.findings
+                if parsed.count is not None:  # spend is spend, checkable or not
+                    summary.billed_unusable += parsed.count
+                    summary.unusable_billed += 1
+                record_id = parsed.record_id
+            else:
+                self.batch.append(parsed)
+                self.batch_ids += parsed.n_ids
+                record_id = parsed.id
+            if self.keep_ids and record_id is not None:
+                summary.ids.append(record_id)
+                summary.id_lines.append(line)
+        if len(self.batch) + len(self.pending) >= BATCH_RECORDS or self.batch_ids >= BATCH_IDS:
+            self.flush()
+
+    def flush(self) -> None:
+        _check_batch(self.batch, self.pending, self.contract, self.hook, self.summary)
+        self.batch, self.pending, self.batch_ids = [], [], 0
+
+
 def audit(
     path: Path,
     contract: Contract,
@@ -39,45 +93,20 @@ def audit(
 
     Line numbers are relative to `start` (1 = the first line of the range).
     """
-    batch: list[Record] = []
-    pending: list[Finding] = []  # findings of unusable lines, kept in line order with the batch
-    batch_ids = 0
-    keep_ids = contract.unique_ids or bool(contract.expected_ids)
-    limit = max_line_bytes(contract)
-    lines = Lines(path, start, end, limit)
+    from .columnar import plan
+
+    how = plan(path, contract, hook, start, end)
+    if how is not None:  # whole chunks parsed natively, the checks vectorised
+        from .columnar import audit_columnar
+
+        audit_columnar(path, contract, hook, summary, start, end, how)
+        return
+    plain = PlainPass(contract, hook, summary)
+    take = plain.take
+    lines = Lines(path, start, end, plain.limit)
     try:
         for line, body in lines:
-            summary.records += 1
-            if isinstance(body, int):  # longer than the limit: read past, never held or parsed
-                summary.audited += 1
-                pending.append(Finding(
-                    "line_length",
-                    f"line {line} is {body:,} bytes, over the limit of {size_text(limit)} "
-                    "(tokaudit_max_line_bytes)",
-                    line,
-                ))
-            else:
-                parsed = parse_line(body, line, contract)
-                if parsed is SKIPPED:
-                    summary.skipped += 1
-                    continue
-                summary.audited += 1
-                if type(parsed) is Rejected:
-                    pending += parsed.findings
-                    if parsed.count is not None:  # spend is spend, checkable or not
-                        summary.billed_unusable += parsed.count
-                        summary.unusable_billed += 1
-                    record_id = parsed.record_id
-                else:
-                    batch.append(parsed)
-                    batch_ids += parsed.n_ids
-                    record_id = parsed.id
-                if keep_ids and record_id is not None:
-                    summary.ids.append(record_id)
-                    summary.id_lines.append(line)
-            if len(batch) + len(pending) >= BATCH_RECORDS or batch_ids >= BATCH_IDS:
-                _check_batch(batch, pending, contract, hook, summary)
-                batch, pending, batch_ids = [], [], 0
+            take(line, body)
     except LfsPointer as exc:
         summary.read_error = str(exc)
     except ReadError as exc:
@@ -85,7 +114,7 @@ def audit(
     finally:
         summary.lines = lines.lines
         summary.blank += lines.blank
-    _check_batch(batch, pending, contract, hook, summary)
+    plain.flush()
     if summary.read_error:
         summary.add_finding(Finding("read", summary.read_error))
 
