@@ -96,7 +96,7 @@ def _size(path: Any, start: int, end: int | None) -> int:
 
 
 def pieces(path: Any, start: int = 0, end: int | None = None, limit: int = 64 << 20,
-           chunk: int = CHUNK) -> Iterator[bytes | int]:
+           chunk: int | None = None) -> Iterator[bytes | int]:
     """The lines of the part, as reader.Lines cuts them, in runs of whole lines.
 
     Each bytes item is one or more lines, each ending in a newline but maybe the file's
@@ -104,7 +104,7 @@ def pieces(path: Any, start: int = 0, end: int | None = None, limit: int = 64 <<
     (a longer line of white space only is a blank line, b"\\n"). Raises ReadError/LfsPointer
     as reader._chunks does, after yielding the whole lines read before.
     """
-    chunks = _chunks(path, start, chunk)
+    chunks = _chunks(path, start, chunk or CHUNK)
     buf = bytearray()
     base = 0  # file offset of buf[0], always the start of a line
     if start:
