@@ -3,7 +3,7 @@
     python benchmarks/fastpath_profile.py /tmp/tokaudit-bench/500mb.jsonl [--records 2000]
 
 Times each step on the first records of the file (best of 5 passes per record, so a
-noisy neighbour inflates less), with the same calls reader._count_valid_ids makes.
+noisy neighbour inflates less), with the same calls fastids.count_valid makes.
 """
 
 import argparse
@@ -11,7 +11,8 @@ import time
 
 import orjson
 
-from pytest_tokaudit.reader import _CLASSES, _count_valid_ids, _mask, parse_line
+from pytest_tokaudit.fastids import _CLASSES, _mask, count_valid as _count_valid_ids
+from pytest_tokaudit.reader import parse_line
 from pytest_tokaudit.contract import KEYS, Contract
 
 KEY = b'"output_ids"'

@@ -90,7 +90,7 @@ def merge(paths: list[str], out: str | None, plugins: Sequence[str] = ()) -> int
     outcomes.sort(key=lambda o: order.index(o.name) if o.name in order else len(order))
     print("\n".join(summary_lines(files, contract)))
     # A whole file's summary already holds its file-level verdicts (outliers, mean, ...).
-    failed_files = [s.path for s in files if s.bad_records or s.file_findings]
+    failed_files = [s.path for s in files if s.failed]
     print()
     for path in failed_files:
         print(f"FAILED {path}")

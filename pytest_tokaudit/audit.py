@@ -9,14 +9,19 @@ from . import failures
 from .contract import Contract
 from .findings import Finding, as_findings
 from .reader import (
-    SKIPPED, AuditedRecord, Lines, LfsPointer, ReadError, Record, Rejected, max_line_bytes, parse_line,
+    SKIPPED, AuditedRecord, Lines, LfsPointer, ReadError, Record, Rejected, Unusable,
+    max_line_bytes, parse_line,
 )
-from .summary import FileSummary
+from .summary import FileSummary, SummaryView
 
 # Records are checked in batches so batch hooks (the tokenizer round trip) amortise their
 # calls; the id budget bounds the memory a batch of parsed ids may take.
 BATCH_RECORDS = 256
 BATCH_IDS = 1 << 18
+
+
+class HookError(Exception):
+    """A hook of a check answered something the audit cannot place: shown as its message."""
 
 
 def size_text(n: int) -> str:
@@ -38,8 +43,8 @@ class PlainPass:
         self.contract, self.hook, self.summary = contract, hook, summary
         self.batch: list[Record] = []
         self.pending: list[Finding] = []  # findings of unusable lines, in line order with the batch
+        self.unusable: list[Unusable] = []
         self.batch_ids = 0
-        self.keep_ids = contract.unique_ids or bool(contract.expected_ids)
         self.limit = max_line_bytes(contract)
 
     def take(self, line: int, body: bytes | int) -> None:
@@ -54,6 +59,7 @@ class PlainPass:
                 "(tokaudit_max_line_bytes)",
                 line,
             ))
+            self.unusable.append(Unusable(line, None, None))
         else:
             parsed = parse_line(body, line, self.contract)
             if parsed is SKIPPED:
@@ -65,20 +71,17 @@ class PlainPass:
                 if parsed.count is not None:  # spend is spend, checkable or not
                     summary.billed_unusable += parsed.count
                     summary.unusable_billed += 1
-                record_id = parsed.record_id
+                self.unusable.append(Unusable(line, parsed.record_id, parsed.count))
             else:
                 self.batch.append(parsed)
                 self.batch_ids += parsed.n_ids
-                record_id = parsed.id
-            if self.keep_ids and record_id is not None:
-                summary.ids.append(record_id)
-                summary.id_lines.append(line)
-        if len(self.batch) + len(self.pending) >= BATCH_RECORDS or self.batch_ids >= BATCH_IDS:
+        if len(self.batch) + len(self.unusable) >= BATCH_RECORDS or self.batch_ids >= BATCH_IDS:
             self.flush()
 
     def flush(self) -> None:
-        _check_batch(self.batch, self.pending, self.contract, self.hook, self.summary)
-        self.batch, self.pending, self.batch_ids = [], [], 0
+        _check_batch(self.batch, self.pending, self.unusable, self.contract, self.hook,
+                     self.summary)
+        self.batch, self.pending, self.unusable, self.batch_ids = [], [], [], 0
 
 
 def audit(
@@ -120,8 +123,8 @@ def audit(
 
 
 def _check_batch(
-    batch: Sequence[AuditedRecord], found: list[Finding], contract: Contract, hook: Any,
-    summary: FileSummary,
+    batch: Sequence[AuditedRecord], found: list[Finding], unusable: Sequence[Unusable],
+    contract: Contract, hook: Any, summary: FileSummary,
 ) -> None:
     if contract.text_template is not None and batch:  # ids rebuilt from text, before any check
         from .template import rebuild
@@ -134,20 +137,39 @@ def _check_batch(
                 if f.line is None:
                     f = Finding(f.check, f.message, record.line, record.id, f.allowable)
                 found.append(f)
-    if batch:
+    if batch or unusable:
         for result in hook.pytest_tokaudit_check_batch(
-            records=batch, contract=contract, summary=summary
+            records=batch, contract=contract, summary=SummaryView(summary), unusable=unusable
         ):
-            found.extend(as_findings(result))
+            for f in as_findings(result):
+                if f.line is None:  # which record? Guessing would blame the wrong line
+                    raise HookError(
+                        f"pytest_tokaudit_check_batch returned a finding without a line: "
+                        f"{f.check}: {f.message}. Make it with record.finding(check, message), "
+                        "so that it names its record; file-level findings belong in "
+                        "pytest_tokaudit_check_file")
+                found.append(f)
     # Hooks answer in their own order; the bounded list keeps the first lines of the file.
     found.sort(key=lambda f: f.line or 0)
     if found and failures.ACTIVE is not None:  # --tokaudit-failures: every one, uncapped
-        failures.ACTIVE.write(found, batch)  # first: an interrupt between never loses one
+        failures.ACTIVE.write(found, batch, unusable)  # first: an interrupt between never loses one
     summary.add_record_findings(found)
 
 
 def check_file(path: Path, contract: Contract, hook: Any, summary: FileSummary) -> None:
-    """Run the per-file checks on a complete (whole or merged) summary."""
-    for result in hook.pytest_tokaudit_check_file(path=path, summary=summary, contract=contract):
+    """Judge each check's allowable findings against the allowance (here, not in a check a
+    plugin could turn off: without it every allowable finding would be forgiven), then run
+    the per-file checks on the complete (whole or merged) summary."""
+    allowed = contract.count_outliers.of(summary.audited)
+    for check, n in sorted(summary.outliers.items()):
+        if n > allowed:
+            what = "the count tolerance" if check == "count" else f"{check} (an allowable finding)"
+            summary.add_finding(Finding(
+                f"{check}_outliers",
+                f"{n} record{'s break' if n != 1 else ' breaks'} {what}, at most {allowed} "
+                f"allowed ({contract.count_outliers} of {summary.audited:,} audited)",
+            ))
+    view = SummaryView(summary)
+    for result in hook.pytest_tokaudit_check_file(path=path, summary=view, contract=contract):
         for f in as_findings(result):
             summary.add_finding(f if f.line is None else Finding(f.check, f.message))

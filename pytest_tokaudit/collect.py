@@ -186,6 +186,10 @@ class TokauditItem(pytest.Item):
             elif tb == "short":
                 lines = lines[:6]
             return failure_repr(v.path, v.line, v.message, lines)
+        from .audit import HookError
+
+        if isinstance(excinfo.value, HookError):
+            return f"{self.nodeid}: {excinfo.value}"
         return super().repr_failure(excinfo, style=style)
 
 
@@ -333,7 +337,7 @@ class AuditItem(TokauditItem):
             # An unfinished audit travels too, marked incomplete: it makes the run partial.
             self.user_properties.append((PROPERTY, summary.to_json()))
         # A shard's allowable findings are judged with the whole file, by [file].
-        if summary.failing or summary.file_findings:
+        if summary.failed:
             offset = 0
             if summary.shard is not None and summary.start:
                 try:

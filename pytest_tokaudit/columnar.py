@@ -20,23 +20,24 @@ path; =1 uses this one whenever it is valid, whatever the part's size.
 
 from __future__ import annotations
 
+import bisect
 import os
 from pathlib import Path
 from typing import Any, Iterator, NamedTuple
 
 from .contract import Contract
-from .findings import Finding
+from .findings import Finding, as_findings
 from .reader import JSON_WS, LfsPointer, ReadError, _chunks
-from .summary import FileSummary
+from .summary import FileSummary, SummaryView
 
 ENV = "TOKAUDIT_COLUMNAR"
 CHUNK = 1 << 20  # bytes of lines checked at once
 MIN_BYTES = 4 << 20  # smaller parts stay on the per-line path: importing numpy costs more
 I64_MAX = 2**63 - 1
-# Hooks of the built-in checks; the columnar path does their work (or they are idle).
-RECORD_HOOKS = {"tokaudit.count", "tokaudit.structure", "tokaudit.finish_reason"}
-BATCH_HOOKS = {"tokaudit.roundtrip", "tokaudit.ids_match_text", "tokaudit.group_by",
-               "tokaudit.unique_text"}
+# The per-record checks whose work the columnar path does (FinishReasonCheck: idle without
+# tokaudit_finish_reason, which plan() requires). Batch hooks are called, with a light
+# record per row: those of this package's plugins only (they read line, id and count).
+RECORD_HOOKS = {"CountCheck", "StructureCheck", "FinishReasonCheck"}
 
 
 class Plan(NamedTuple):
@@ -68,10 +69,10 @@ def plan(path: Any, contract: Contract, hook: Any, start: int = 0, end: int | No
         batch = hook.pytest_tokaudit_check_batch.get_hookimpls()
     except AttributeError:  # not a pluggy hook relay
         return None
-    if any(i.plugin_name not in RECORD_HOOKS for i in record):
+    if any(not _ours(i.plugin) or type(i.plugin).__name__ not in RECORD_HOOKS for i in record):
         return None  # a user's per-record check needs every record as a Python object
-    if any(i.plugin_name not in BATCH_HOOKS for i in batch):
-        return None
+    if any(not _ours(i.plugin) for i in batch):
+        return None  # a user's batch hook may read any field of a record
     if mode != "1" and _size(path, start, end) < MIN_BYTES:
         return None
     try:
@@ -79,8 +80,12 @@ def plan(path: Any, contract: Contract, hook: Any, start: int = 0, end: int | No
         import simdjson  # noqa: F401
     except ImportError:
         return None
-    names = {i.plugin_name for i in record}
-    return Plan("tokaudit.count" in names, "tokaudit.structure" in names)
+    names = {type(i.plugin).__name__ for i in record}
+    return Plan("CountCheck" in names, "StructureCheck" in names)
+
+
+def _ours(plugin: Any) -> bool:
+    return type(plugin).__module__.startswith("pytest_tokaudit.")
 
 
 def _size(path: Any, start: int, end: int | None) -> int:
@@ -164,7 +169,7 @@ def audit_columnar(path: Any, contract: Contract, hook: Any, summary: FileSummar
     from .audit import PlainPass
 
     plain = PlainPass(contract, hook, summary)
-    cols = _Columns(contract, how, plain, summary)
+    cols = _Columns(contract, how, plain, summary, hook)
     line = 0
     try:
         for piece in pieces(path, start, end, plain.limit):
@@ -190,7 +195,8 @@ class _Columns:
     """Parses the lines of a chunk with simdjson into columns, checks them with numpy and
     folds the records that pass into the summary; the rest go line by line."""
 
-    def __init__(self, contract: Contract, how: Plan, plain: Any, summary: FileSummary):
+    def __init__(self, contract: Contract, how: Plan, plain: Any, summary: FileSummary,
+                 hook: Any):
         import numpy
         import simdjson
 
@@ -198,6 +204,7 @@ class _Columns:
         self.parser: Any = simdjson.Parser()  # its stubs type a document as any JSON value
         self.array_type: Any = simdjson.Array
         self.contract, self.how, self.plain, self.summary = contract, how, plain, summary
+        self.hook = hook
         self.limit = plain.limit
         self.blank = 0
         self.ids_name = contract.ids_field[0]
@@ -271,6 +278,17 @@ class _Columns:
             n_ids.append(size)
         return self.fold(lines, line0, odd, rows, bufs, counts, record_ids, n_ids, skipped)
 
+    def batch_hooks(self, records: list[_Row]) -> None:
+        found: list[Finding] = []
+        for result in self.hook.pytest_tokaudit_check_batch(
+            records=records, contract=self.contract, summary=SummaryView(self.summary),
+            unusable=[],
+        ):
+            found.extend(as_findings(result))
+        if found:  # none of this package's batch hooks finds anything here; never drop one
+            found.sort(key=lambda f: f.line or 0)
+            self.summary.add_record_findings(found)
+
     def fold(self, lines: list[bytes], line0: int, odd: list[int], rows: list[int],
              bufs: list[Any], counts: list[int], record_ids: list[Any], n_ids: list[int],
              skipped: int) -> int:
@@ -329,18 +347,18 @@ class _Columns:
         summary.records += n - len(odd)  # PlainPass counts its own
         summary.skipped += skipped
         summary.audited += n_clean
-        keep_ids = self.plain.keep_ids and self.id_name is not None and n_clean
-        clean_rows = [rows[k] for k in good_rows] if keep_ids else []
-        clean_ids = [record_ids[k] for k in good_rows] if keep_ids else []
-        at = 0  # next clean row whose id is not yet in summary.ids
-        take, ids, id_lines = self.plain.take, summary.ids, summary.id_lines
+        # The batch hooks (the ids and budget channels) get the clean rows as light records,
+        # in line order with the per-line path's batches: each run of clean rows between
+        # two odd rows goes after the per-line path has flushed the lines before it.
+        clean_rows = [rows[k] for k in good_rows]
+        take, limit = self.plain.take, self.limit
+        at = 0
         for row in [*odd, n]:
-            if keep_ids:
-                stop = at
-                while stop < len(clean_rows) and clean_rows[stop] < row:
-                    stop += 1
-                ids.extend(clean_ids[at:stop])
-                id_lines.extend(line0 + r + 1 for r in clean_rows[at:stop])
+            stop = bisect.bisect_left(clean_rows, row, at)
+            if stop > at:
+                self.plain.flush()
+                self.batch_hooks([_Row(line0 + rows[k] + 1, record_ids[k], counts[k], n_ids[k])
+                                  for k in good_rows[at:stop]])
                 at = stop
             if row < n:
                 raw = lines[row]
@@ -348,8 +366,20 @@ class _Columns:
                 if not body:
                     self.blank += 1
                 else:
-                    take(line0 + row + 1, len(raw) if len(raw) > self.limit else body)
+                    take(line0 + row + 1, len(raw) if len(raw) > limit else body)
         return line0 + n
+
+
+class _Row:
+    """A clean record as the batch hooks see it (they read line, id and count)."""
+
+    __slots__ = ("line", "id", "count", "n_ids")
+
+    def __init__(self, line: int, record_id: Any, count: int, n_ids: int):
+        self.line, self.id, self.count, self.n_ids = line, record_id, count, n_ids
+
+    def finding(self, check: str, message: str, allowable: bool = False) -> Finding:
+        return Finding(check, message, self.line, self.id, allowable)
 
 
 _SCALARS = (str, int, float, bool, type(None))

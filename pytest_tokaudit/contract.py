@@ -384,7 +384,7 @@ KEYS: tuple[Key, ...] = (
         doc="the relative part of that tolerance"),
     Key("tokaudit_count_outliers", "count_outliers", parse_allowance, "0",
         "per file: records allowed to break the count tolerance (3 or 0.5%)", "int?",
-        doc="per file: audited records allowed to break the count tolerance, a count (`3`) or a share of audited records (`0.5%`, rounded down); they are still listed, as allowed outliers"),
+        doc="per file: audited records allowed to break the count tolerance, a count (`3`) or a share of audited records (`0.5%`, rounded down); they are still listed, as allowed outliers. Each check's allowable findings are weighed against it on their own"),
     Key("tokaudit_count_outlier_max", "count_outlier_max", parse_optional_limit, "",
         "per record: a record off by more than this (200 or 50% of billed) is never an allowed outlier", "int?",
         doc="per record: how far off an allowed outlier may be, tokens (`200`) or a share of its billed count (`50%`); a record off by more is a finding `tokaudit_count_outliers` never forgives"),

@@ -32,7 +32,7 @@ from .collect import (
 )
 from .contract import Contract
 from .dataset import IdIndex, Outcome, evaluate, merge_parts, money, plural
-from .summary import PROPERTY, FileSummary
+from .summary import IDS, PROPERTY, FileSummary
 
 CONTROLLER = pytest.StashKey["Controller"]()
 SHOWN = 5  # file names shown in a coverage message
@@ -175,7 +175,7 @@ class Controller:
         if summary.complete and self.index is not None:
             self.index.add(summary)
             if not self.keep_ids:
-                summary.ids, summary.id_lines = [], []  # folded; only merge needs them
+                summary.channels.pop(IDS, None)  # folded; only merge needs them
 
     # -- the run loop ---------------------------------------------------------------------
     @pytest.hookimpl(wrapper=True)

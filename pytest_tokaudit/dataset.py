@@ -15,7 +15,7 @@ import pytest
 
 from .contract import Contract
 from .ids import IdIndex, read_manifest, ranges
-from .summary import FileSummary
+from .summary import IDS, FileSummary
 
 MISSING_SHOWN = 10  # ranges of missing ids shown
 DUPLICATES_SHOWN = 20
@@ -132,20 +132,46 @@ def evaluate(hook: Any, files: list[FileSummary], index: IdIndex | None, contrac
     return out
 
 
+BUDGET = "budget"  # channel: per part [billed, billed of unusable records, how many of them]
+
+
 class BudgetCheck:
     """Billed tokens over every file under tokaudit_budget; unusable records' spend included."""
 
     @pytest.hookimpl
     def pytest_tokaudit_dataset_checks(self, contract):
-        return ["budget"] if contract.budget is not None else None
+        return [BUDGET] if contract.budget is not None else None
+
+    @pytest.hookimpl
+    def pytest_tokaudit_check_batch(self, records, unusable, summary):
+        # Always filled (a few additions per batch), so a report written without a budget
+        # can still be merged under one.
+        values = summary.channel(BUDGET)
+        if not values:
+            values.append([0, 0, 0])
+        entry = values[-1]
+        entry[0] += sum(r.count for r in records)
+        for u in unusable:
+            if u.billed is not None:  # spend is spend, checkable or not
+                entry[1] += u.billed
+                entry[2] += 1
+        return None
 
     @pytest.hookimpl
     def pytest_tokaudit_check_dataset(self, name, dataset, contract):
-        if name != "budget":
+        if name != BUDGET:
             return None
-        files = dataset.files
-        spent = sum(s.billed_total for s in files)
-        unusable = sum(s.unusable_billed for s in files)
+        spent = unusable = 0
+        for _, values in dataset.channel(BUDGET):
+            for billed, billed_unusable, n_unusable in values:
+                spent += billed + billed_unusable
+                unusable += n_unusable
+        # A file that audited records but recorded no spend (its budget hook was turned
+        # off, say) would make the sum too small: no verdict rather than a false pass.
+        blind = [s.path for s in dataset.files if s.audited and not s.channels.get(BUDGET)]
+        if blind:
+            return Outcome.failed(f"no spend recorded for {plural(len(blind), 'file')}: "
+                                  f"{', '.join(blind[:5])}{' ...' if len(blind) > 5 else ''}")
         cap = contract.budget
         share = f" ({spent / cap:.1%})" if cap else ""
         cost = f"; {money(spent, contract)} of {money(cap, contract)}" if money(1, contract) else ""
@@ -156,6 +182,27 @@ class BudgetCheck:
             return Outcome.failed(f"over budget: {message}",
                                   [f"contract: {contract.describe(('budget',))}"])
         return Outcome.passed(message)
+
+
+class IdsChannel:
+    """Fills the IDS channel the id checks judge: each record's id and line, checkable or
+    not (an unusable record's readable id still counts), one entry per part."""
+
+    @pytest.hookimpl
+    def pytest_tokaudit_check_batch(self, records, unusable, contract, summary):
+        if not (contract.unique_ids or contract.expected_ids):
+            return None
+        values = summary.channel(IDS)
+        if not values:
+            values.append([summary.shard, [], []])
+        _, ids, lines = values[-1]
+        seen = [(r.line, r.id) for r in records if r.id is not None]
+        if unusable:  # in line order, as the records came
+            seen = sorted(seen + [(u.line, u.id) for u in unusable if u.id is not None])
+        for line, record_id in seen:
+            ids.append(record_id)
+            lines.append(line)
+        return None
 
 
 class UniqueIdsCheck:

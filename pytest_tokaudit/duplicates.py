@@ -12,17 +12,15 @@ from typing import Any
 import pytest
 
 from .dataset import DUPLICATES_SHOWN, Outcome, plural
+from .fastids import canonical
 
 CHANNEL = "unique_text"
 
 
 def _digest(record: Any) -> str:
     """A digest of the ids as canonical text (",1,2,3,"): the fast path's bytes as they are."""
-    csv = record._csv if record._ids is None else None
-    if csv is None:
-        ids = record.ids
-        csv = b"," + ",".join(map(str, ids)).encode() + b"," if ids else b","
-    return hashlib.blake2b(bytes(csv), digest_size=12).hexdigest()
+    text = record.ids_text() if hasattr(record, "ids_text") else canonical(record.ids)
+    return hashlib.blake2b(text, digest_size=12).hexdigest()
 
 
 class UniqueTextCheck:

@@ -83,11 +83,14 @@ class Sink:
     def end(self, nodeid: str, complete: bool) -> None:
         self._put(dumps({"end": nodeid, "complete": complete}), flush=True)
 
-    def write(self, found: Sequence[Finding], batch: Sequence[Any]) -> None:
-        """A batch's findings (lines relative to the item's part), with the record's counts."""
+    def write(self, found: Sequence[Finding], batch: Sequence[Any],
+              unusable: Sequence[Any] = ()) -> None:
+        """A batch's findings (lines relative to the item's part), with the record's counts
+        (an unusable record's billed count when it could be read; nothing counted)."""
         if self.broken:
             return
         records = {r.line: r for r in batch}
+        billed_of = {u.line: u.billed for u in unusable}
         out = []
         for f in found:
             if f.line is None:
@@ -96,7 +99,7 @@ class Sink:
             out.append(dumps({
                 "location": location(self.file, f.line), "path": self.file, "line": f.line,
                 "id": f.record_id, "check": f.check, "message": f.message,
-                "billed": None if r is None else r.count,
+                "billed": billed_of.get(f.line) if r is None else r.count,
                 "counted": None if r is None else r.n_ids,
                 "allowable": f.allowable,
             }))

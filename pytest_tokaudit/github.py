@@ -80,22 +80,11 @@ class Entry:
     record_id: Any = None
 
 
-def failed(s: FileSummary) -> bool:
-    """The file's verdict: a finding no allowance forgives, or a file-level finding."""
-    return bool(s.failing or s.file_findings)
-
-
-def outliers_forgiven(s: FileSummary) -> bool:
-    """The file's allowance holds (judged without the per-file contract: a failing
-    allowance is a `count_outliers` file finding)."""
-    return s.complete and not any(f.check == "count_outliers" for f in s.file_findings)
-
-
 def entries(s: FileSummary) -> tuple[list[Entry], int]:
     """(the shown findings in line order, then file-level ones; how many more not shown)."""
-    forgiven = outliers_forgiven(s)
     shown: list[tuple[Finding, str]] = [(f, "error") for f in s.shown]
-    shown += [(f, "warning" if forgiven else "error") for f in s.shown_allowable]
+    shown += [(f, "warning" if s.complete and s.forgiven(f.check) is not False else "error")
+              for f in s.shown_allowable]
     shown.sort(key=lambda pair: pair[0].line or 0)
     out = [Entry(level, f.check, f.message, f.line, f.record_id) for f, level in shown]
     more = s.failing + s.allowable - len(shown)

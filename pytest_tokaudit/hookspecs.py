@@ -15,8 +15,8 @@ if TYPE_CHECKING:
 
     from .contract import Contract
     from .dataset import Dataset
-    from .reader import AuditedRecord
-    from .summary import FileSummary
+    from .reader import AuditedRecord, Unusable
+    from .summary import SummaryView
 
 
 @pytest.hookspec(firstresult=True)
@@ -51,10 +51,16 @@ def pytest_tokaudit_check_record(record: AuditedRecord, contract: Contract):
 
 @pytest.hookspec
 def pytest_tokaudit_check_batch(records: Sequence[AuditedRecord], contract: Contract,
-                                summary: FileSummary):
+                                summary: SummaryView, unusable: Sequence[Unusable]):
     """Check a batch of well-formed records at once (for batched work such as a tokenizer).
 
-    Return findings made with ``record.finding(check, message)`` so each names its line.
+    ``unusable`` lists the batch's records that could not be checked (``line``, and ``id``
+    and ``billed`` when readable, else None), for a check that must see every record, like
+    the id checks; ``records`` may then be empty.
+
+    Return findings made with ``record.finding(check, message)`` so each names its line: a
+    finding without a line is an error of the item (file-level verdicts belong in
+    ``pytest_tokaudit_check_file``).
     ``conftest.py``::
 
         def pytest_tokaudit_check_batch(records):
@@ -65,11 +71,12 @@ def pytest_tokaudit_check_batch(records: Sequence[AuditedRecord], contract: Cont
 
 
 @pytest.hookspec
-def pytest_tokaudit_check_file(path: Path, summary: FileSummary, contract: Contract):
+def pytest_tokaudit_check_file(path: Path, summary: SummaryView, contract: Contract):
     """Check a whole file once all its records are read; return file-level findings.
 
-    ``summary`` is a FileSummary (``checked``, ``billed``, ``counted``, ``absdiff``,
-    ``mean_ratio``, ``by_check`` ...). ``conftest.py``::
+    ``summary`` is a read-only view of the file's FileSummary (``checked``, ``billed``,
+    ``counted``, ``absdiff``, ``mean_ratio``, ``by_check`` ...; ``channel(name)`` to fill).
+    ``conftest.py``::
 
         def pytest_tokaudit_check_file(path, summary):
             if summary.checked < 100:

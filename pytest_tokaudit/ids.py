@@ -364,7 +364,7 @@ def _runs(positions: list[int]) -> Iterable[tuple[int, int]]:
 class IdIndex:
     """Where each record id was seen; which ids have more than one record.
 
-    add(summary) folds in a summary's `ids` and their `id_lines`; `offsets` (set by the
+    add(summary) folds in a summary's record ids (its IDS channel); `offsets` (set by the
     caller once every shard has reported) turns shard lines into file lines. Then
     duplicates(), duplicate_count(), extra_records(), `value in index` and len(index).
 
@@ -512,21 +512,27 @@ class IdIndex:
 
     # -- folding -------------------------------------------------------------------------
     def add(self, summary: Any) -> None:
-        """Fold in `summary.ids`, seen at `summary.id_lines` of (`summary.path`, `summary.shard`)."""
-        ids, lines = summary.ids, summary.id_lines
+        """Fold in the ids of a summary's IDS channel: entries [shard, ids, lines]."""
+        from .summary import IDS
+
+        for shard, ids, lines in summary.channels.get(IDS, ()):
+            self.add_ids(summary.path, shard, ids, lines)
+
+    def add_ids(self, path: str, shard: int | None, ids: list[Any], lines: list[int]) -> None:
+        """Fold in `ids`, seen at `lines` of (`path`, `shard`)."""
         if len(ids) != len(lines):
-            raise ValueError(f"{summary.path}: {len(ids)} ids but {len(lines)} id lines")
+            raise ValueError(f"{path}: {len(ids)} ids but {len(lines)} id lines")
         fi = len(self.sources)
         if fi >> 32:
             raise ValueError("more than 2**32 sources")
-        self.sources.append((summary.path, summary.shard))
+        self.sources.append((path, shard))
         if not ids:
             return
         self._groups = None
         try:
             line_at = array("I", lines)
         except OverflowError:
-            raise ValueError(f"{summary.path}: a line number out of range") from None
+            raise ValueError(f"{path}: a line number out of range") from None
         (ek, e_at), (hk, hc, h_at) = self._keys(ids)
         if len(ek):
             ls = line_at if e_at is None else array("I", _take(line_at, e_at))

@@ -22,9 +22,10 @@ import pytest
 from . import __version__
 from .contract import MAX_SHOWN, Contract, ContractError
 from .findings import Finding
-from .summary import FileSummary
+from .summary import IDS, FileSummary
+from .dataset import BUDGET
 
-FORMAT = 1
+FORMAT = 2  # 2: record ids moved into channels.ids (format 1 is still read)
 
 
 class ReportError(ValueError):
@@ -249,7 +250,7 @@ def validate(data: Any, name: str) -> Report:
     files, metrics = [], {}
     where: dict[str, str] = {}  # path -> the entry that has it
     for i, entry in enumerate(data["files"]):
-        summary, figures = _file(v, f"files[{i}]", entry)
+        summary, figures = _file(v, f"files[{i}]", entry, fmt == 1)
         if summary.path in where:
             raise ReportError(f"{name}: files[{i}].path {summary.path!r} is also "
                               f"{where[summary.path]}.path")
@@ -274,7 +275,7 @@ def _coverage_ok(cov: Any) -> bool:
     )
 
 
-def _file(v: _Checker, at: str, entry: Any) -> tuple[FileSummary, dict[str, float]]:
+def _file(v: _Checker, at: str, entry: Any, fmt_1: bool) -> tuple[FileSummary, dict[str, float]]:
     entry = v.object(at, entry)
     if "path" not in entry:
         raise ReportError(f"{v.name}: {at}.path is missing")
@@ -308,19 +309,30 @@ def _file(v: _Checker, at: str, entry: Any) -> tuple[FileSummary, dict[str, floa
     for key in ("shown", "shown_allowable", "file_findings"):
         for k, finding in enumerate(v.list(f"{at}.{key}", entry.get(key, []))):
             _finding(v, f"{at}.{key}[{k}]", finding)
-    ids = v.list(f"{at}.ids", entry.get("ids", []))
-    lines = v.list(f"{at}.id_lines", entry.get("id_lines", []))
-    for k, value in enumerate(ids):
-        v.record_id(f"{at}.ids[{k}]", value, allow_none=False)
-    for k, line in enumerate(lines):
-        v.count(f"{at}.id_lines[{k}]", line)
-    if len(ids) != len(lines):
-        raise ReportError(f"{v.name}: {at}.id_lines has {len(lines)} lines for {len(ids)} ids")
     if "worst_records" in entry:
         v.list(f"{at}.worst_records", entry["worst_records"])
     channels = entry.get("channels", {})
     if type(channels) is not dict or not all(type(c) is list for c in channels.values()):
         v.fail(f"{at}.channels", "an object of lists (per-check channels)", channels)
+    if BUDGET not in channels and fmt_1:  # format 1 had no spend channel: its counts are it
+        channels[BUDGET] = [[entry.get("billed", 0), entry.get("billed_unusable", 0),
+                             entry.get("unusable_billed", 0)]]
+        entry["channels"] = channels
+    if "ids" in entry:  # format 1 kept the record ids beside the channels
+        channels[IDS] = [[None, v.list(f"{at}.ids", entry.pop("ids")),
+                          v.list(f"{at}.id_lines", entry.pop("id_lines", []))]]
+        entry["channels"] = channels
+    for e, chunk in enumerate(channels.get(IDS, [])):
+        here = f"{at}.channels.{IDS}[{e}]"
+        if type(chunk) is not list or len(chunk) != 3 or chunk[0] is not None:
+            v.fail(here, "[null, ids, lines] (a report holds whole files)", chunk)
+        ids, lines = v.list(f"{here}[1]", chunk[1]), v.list(f"{here}[2]", chunk[2])
+        for k, value in enumerate(ids):
+            v.record_id(f"{here}[1][{k}]", value, allow_none=False)
+        for k, line in enumerate(lines):
+            v.count(f"{here}[2][{k}]", line)
+        if len(ids) != len(lines):
+            raise ReportError(f"{v.name}: {here} has {len(lines)} lines for {len(ids)} ids")
     known = {f.name for f in fields(FileSummary)}
     try:
         summary = FileSummary.from_json(orjson.dumps({k: entry[k] for k in known if k in entry}))

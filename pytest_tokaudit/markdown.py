@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from .github import entries, failed, record_label
+from .github import entries, record_label
 from .summary import FileSummary
 
 SHOWN = 10  # findings listed per failing file
@@ -44,8 +44,8 @@ def target(config: pytest.Config) -> Path | None:
 def build(files: list[FileSummary], outcomes: list[Any], id_field: tuple[str, ...],
           exitstatus: int, partial: str | None, price: float | None,
           anchor: str, money: Any) -> str:
-    bad = [s for s in files if failed(s)]
-    good = [s for s in files if not failed(s)]
+    bad = [s for s in files if s.failed]
+    good = [s for s in files if not s.failed]
     ok = exitstatus == 0
     out = [f"## {'✅' if ok else '❌'} tokaudit: {'passed' if ok else 'failed'}", ""]
     records = sum(s.audited for s in files)

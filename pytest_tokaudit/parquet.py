@@ -25,6 +25,7 @@ from .reader import (
     U64_MAX,
     Rejected,
     SourceError,
+    Unusable,
     _count_problem,
     _id_problem,
     check_ids,
@@ -246,14 +247,13 @@ def _audit_parquet(pq: Any, source: Any, contract: Contract, hook: Any, summary:
         summary.read_error = problem
         summary.add_finding(Finding("schema", problem))
         return
-    keep_ids = contract.unique_ids or bool(contract.expected_ids)
     tokens = tuple(dict.fromkeys(contract.require_once_ids + contract.forbid_ids))
     row_groups = list(range(*groups)) if groups else None
     line = 0
     try:
         for batch in pf.iter_batches(batch_size=BATCH_ROWS, row_groups=row_groups,
                                      columns=_top_columns(contract), use_threads=False):
-            records, pending = [], []
+            records, pending, unusable = [], [], []
             for item in _rows_of(batch, line, contract, tokens):
                 summary.records += 1
                 if item is None:
@@ -265,20 +265,17 @@ def _audit_parquet(pq: Any, source: Any, contract: Contract, hook: Any, summary:
                     if item.count is not None:
                         summary.billed_unusable += item.count
                         summary.unusable_billed += 1
-                    record_id, at = item.record_id, item.findings[0].line
+                    at = item.findings[0].line
                     assert at is not None  # _rows_of gives each finding its row
+                    unusable.append(Unusable(at, item.record_id, item.count))
                 else:
                     records.append(item)
-                    record_id, at = item.id, item.line
-                if keep_ids and record_id is not None:
-                    summary.ids.append(record_id)
-                    summary.id_lines.append(at)
-                if len(records) + len(pending) >= BATCH_RECORDS:
-                    _check_batch(records, pending, contract, hook, summary)
-                    records, pending = [], []
+                if len(records) + len(unusable) >= BATCH_RECORDS:
+                    _check_batch(records, pending, unusable, contract, hook, summary)
+                    records, pending, unusable = [], [], []
             line += batch.num_rows
             summary.lines = line
-            _check_batch(records, pending, contract, hook, summary)
+            _check_batch(records, pending, unusable, contract, hook, summary)
     except SourceError as exc:  # the storage failed mid-file: keep what was read, say where
         summary.read_error = f"{exc} (after row {line})"
         summary.add_finding(Finding("read", summary.read_error))

@@ -61,6 +61,7 @@ def pytest_configure(config: pytest.Config) -> None:
     from .collect import CONTRACT, Collector, DeferLast
     from .contract import contract_from_config
     from .dataset import BUILTIN as DATASET_BUILTIN
+    from .dataset import IdsChannel
 
     contract = contract_from_config(config)
     config.stash[CONTRACT] = contract
@@ -70,6 +71,9 @@ def pytest_configure(config: pytest.Config) -> None:
     for name, check in {**BUILTIN, **DATASET_BUILTIN}.items():
         if not pm.is_blocked(name):
             pm.register(check(), name)
+    # Unnamed, so no -p no:NAME can block it: without the ids, unique_ids would pass
+    # having seen none.
+    pm.register(IdsChannel())
     baseline = config.getoption("tokaudit_baseline")
     if baseline:
         from .jsonreport import BaselineCheck

@@ -16,16 +16,17 @@ import enum
 import functools
 import gzip
 import json
-import os
 import re
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO, Callable, Final, Iterator, Protocol, cast, final
+from typing import TYPE_CHECKING, Any, BinaryIO, Callable, Final, Iterator, NamedTuple, Protocol, cast, final
 
 import orjson
 
+from . import fastids
 from .contract import MISSING, Contract
+from .fastids import IdsText
 from .fields import CountSum, count_paths, why_missing
 from .findings import Finding
 
@@ -404,91 +405,88 @@ class AuditedRecord(Protocol):
         """A Finding that names this record's line and id."""
 
 
+_set = object.__setattr__
+
+
 class Record:
     """One audited record: its line, parsed object, id, billed count and token ids.
 
-    On the fast path the ids stay as the JSON text of the array (",1,2,3,"): counting,
-    membership and the last id need no Python int per id. `ids` (and `data`) parse them
-    on first use, so a check that wants the list still gets it.
+    On the fast path the ids stay as the JSON text of the array (fastids.IdsText):
+    counting, membership and the last id need no Python int per id. `ids` (and `data`)
+    parse them on first use, so a check that wants the list still gets it.
     """
 
-    __slots__ = ("line", "_data", "id", "count", "_ids", "_csv", "n_ids", "_key")
-    # Read-only to a type checker. At run time they stay plain slots: a property would
-    # cost every read, and the checks read them for every record.
-    line: Final[int]
-    id: Final[str | int | None]
-    count: Final[int]
-    n_ids: Final[int]
+    __slots__ = ("line", "_data", "id", "count", "_ids", "_text", "n_ids", "_key")
+    # Read-only: to a type checker (Final) and at run time (__setattr__ raises). The reader
+    # sets the slots with object.__setattr__; plain slots keep every read as cheap as it was.
+    if TYPE_CHECKING:  # read-only attributes to a type checker; plain slots at run time
+        @property
+        def line(self) -> int: ...
+        @property
+        def id(self) -> str | int | None: ...
+        @property
+        def count(self) -> int: ...
+        @property
+        def n_ids(self) -> int: ...
+    _data: dict[str, Any]
+    _ids: list[int] | None
+    _text: IdsText | None
+    _key: str
 
     def __init__(self, line: int, data: dict[str, Any], record_id: Any, count: int,
-                 ids: list[int] | None, csv: bytes | bytearray = b"", n_ids: int = 0,
-                 key: str = ""):
-        self.line = line
-        self._data = data
-        self.id = record_id
-        self.count = count
-        self._ids = ids
-        self._csv = csv
-        self.n_ids = len(ids) if ids is not None else n_ids
-        self._key = key
+                 ids: list[int] | None, text: IdsText | None = None, key: str = ""):
+        _set(self, "line", line)
+        _set(self, "_data", data)
+        _set(self, "id", record_id)
+        _set(self, "count", count)
+        _set(self, "_ids", ids)
+        _set(self, "_text", text)
+        _set(self, "n_ids", len(ids) if ids is not None else text.n if text is not None else 0)
+        _set(self, "_key", key)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"a record is read-only (cannot set {name!r}); a check returns "
+                             "findings, e.g. record.finding(check, message)")
+
+    __delattr__ = __setattr__  # type: ignore[assignment]
 
     @property
     def ids(self) -> list[int]:
         if self._ids is None:
-            self._ids = orjson.loads(b"[" + self._csv[1:-1] + b"]")
+            ids = self._text.to_list() if self._text is not None else []
+            _set(self, "_ids", ids)
+            return ids
         return self._ids
 
     @property
     def data(self) -> dict[str, Any]:
-        if self._key and self._data.get(self._key) == _SENTINEL:
+        if self._key and self._data.get(self._key) == fastids.SENTINEL:
             self._data[self._key] = self.ids
         return self._data
 
     @property
     def last_id(self) -> int | None:
-        if self._ids is not None:
-            return self._ids[-1] if self._ids else None
-        if not self.n_ids:
-            return None
-        csv = self._csv
-        return int(csv[csv.rfind(b",", 0, len(csv) - 1) + 1 : -1])
+        if self._ids is None and self._text is not None:
+            return self._text.last()
+        return self._ids[-1] if self._ids else None
 
     def occurrences(self, token: int) -> int:
         return self.count_each((token,))[0]
 
     def count_each(self, tokens: tuple[int, ...]) -> list[int]:
-        """How often each token occurs: one scan of the array for tokens sharing a prefix
-        (special tokens mostly have neighbouring ids, like 151667 and 151668)."""
-        if self._ids is not None:
-            return [self._ids.count(t) for t in tokens]
-        prefix, patterns = _scan_plan(tokens)
-        if prefix is None:
-            return [self.count_each((t,))[0] for t in tokens]
-        csv = self._csv
-        counts = [0] * len(tokens)
-        at = csv.find(prefix)
-        hits = 0
-        while at >= 0:
-            hits += 1
-            if hits > _MAX_HITS:  # a frequent prefix: count() is quicker than finding each
-                if len(tokens) > 1:
-                    return [self.count_each((t,))[0] for t in tokens]
-                n = csv.count(prefix)
-                # count() does not overlap: ",7,7," holds two. Only then count the slow way.
-                if b",%d%s" % (tokens[0], prefix) in csv:
-                    return [self.ids.count(tokens[0])]
-                return [n]
-            for k, pattern in enumerate(patterns):
-                if csv.startswith(pattern, at):
-                    counts[k] += 1
-            at = csv.find(prefix, at + 1)  # + 1, not + len: ",7,7," holds two
-        return counts
+        if self._ids is None and self._text is not None:
+            return self._text.count_each(tokens)
+        ids = self._ids or []
+        return [ids.count(t) for t in tokens]
+
+    def ids_text(self) -> bytes:
+        """The ids as canonical JSON text, ",1,2,3," (a digest's input: no list built)."""
+        if self._ids is None and self._text is not None:
+            return bytes(self._text.text)
+        return fastids.canonical(self._ids or [])
 
     def finding(self, check: str, message: str, allowable: bool = False) -> Finding:
         return Finding(check, message, self.line, self.id, allowable)
-
-
-_MAX_HITS = 16
 
 
 class TextRecord(Record):
@@ -497,144 +495,24 @@ class TextRecord(Record):
     `ids` when the record has none, else into `rebuilt` (for the ids_match_text check)."""
 
     __slots__ = ("texts", "rebuilt", "from_text")
+    texts: tuple[str, ...]
+    rebuilt: list[int] | None
+    from_text: bool
 
     def __init__(self, *args: Any, texts: tuple[str, ...] = (), **kw: Any):
         super().__init__(*args, **kw)
-        self.texts = texts
-        self.rebuilt: list[int] | None = None
-        self.from_text = self._ids is None and not self._csv  # no ids field
+        _set(self, "texts", texts)
+        _set(self, "rebuilt", None)
+        _set(self, "from_text", self._ids is None and self._text is None)  # no ids field
 
     def set_ids(self, ids: list[int]) -> None:
-        """The ids rebuilt from the text, set once before any check sees the record."""
-        self._ids = ids
-        self.n_ids = len(ids)  # type: ignore[misc]  # Final to the checks, not to the reader
-
-
-@functools.lru_cache(maxsize=256)
-def _scan_plan(tokens: tuple[int, ...]) -> tuple[bytes | None, tuple[bytes, ...]]:
-    """(prefix all of ",token," share, those patterns); prefix None if it is too short
-    to be rare in an array of ids (a comma and three digits)."""
-    patterns = tuple(b",%d," % t for t in tokens)
-    prefix = os.path.commonprefix(patterns) or b""  # "" (a str) for no tokens
-    return (prefix if len(prefix) >= 4 or len(tokens) == 1 else None), patterns
-
-
-# -- the fast path ---------------------------------------------------------------------------
-# Most of a record is its ids array, and building a Python int per id is most of the cost of
-# parsing it. The fast path cuts the array out as bytes, proves with a few bigint operations
-# that it is a plain list of non-negative JSON integers, and lets orjson parse the rest with
-# a sentinel in its place. It must read the object exactly as orjson reads the whole line
-# (a duplicate key: the last one wins), so it is only taken where the cut-out array can only
-# be the value of the one top-level key: the key's bytes occur once in the line, and no
-# \u escape of a printable ASCII character (the only way to spell the key differently)
-# occurs anywhere; the array holds only digits and commas, so both are looked for in the
-# rest of the line only. Anything unusual (spaces aside) returns None and the line takes the
-# plain path, which is the reference: both must give identical findings.
-
-_SENTINEL_JSON = b'"\\u0000tokaudit-ids"'
-_SENTINEL = "\x00tokaudit-ids"
-_WS = b" \t\r\n"
-
-# The ids array is validated as one big integer, a byte per character (SWAR): a shift lines
-# each character up with the one before it, so a pattern anywhere in the array costs a shift
-# and an AND, run at memory speed by CPython's bigint code. The class bits are chosen so that
-# `x & (x << 9)` (each character, and the one before it moved up a byte and a bit) sets
-# bit 1 for ",,", bit 2 for ",0", bit 4 for "0" + digit, bits 5-7 for digit + digit; and so
-# that a comma has 2 bits set and a digit 4, which turns the popcount into the comma count.
-_COMMA, _ZERO, _NONZERO, _OTHER = 0x03, 0x3C, 0xF0, 0xFF
-_CLASSES = bytes(
-    _COMMA if c == 44 else _ZERO if c == 48 else _NONZERO if 49 <= c <= 57 else _OTHER
-    for c in range(256)
-)
-_masks: dict[int, int] = {}
-_MASK_CACHED = 1 << 20  # bytes; a longer array gets a mask of its own, not kept
-
-
-def _mask(byte: int, n: int) -> int:
-    """`byte` repeated over at least n bytes (grown by doubling, so built a few times)."""
-    mask = _masks.get(byte, 0)
-    if mask.bit_length() < 8 * n:
-        size = 1 << max(16, (n - 1).bit_length())
-        mask = int.from_bytes(bytes([byte]) * size, "little")
-        if size <= _MASK_CACHED:
-            _masks[byte] = mask
-    return mask
-
-
-def _count_valid_ids(csv: bytes | bytearray) -> int | None:
-    """Elements of ",1,2,3," if each is a JSON integer orjson reads as an int, else None.
-
-    None for a character other than a digit or comma, an empty element, a leading zero, or
-    a run of 20+ digits (orjson turns integers past 64 bits into floats; 19 digits always
-    fit). Only None sends a line to the plain path, so a false alarm costs time, never
-    exactness (ten zero ids in a row raise one).
-    """
-    classes = csv.translate(_CLASSES)
-    if b"\xff" in classes:
-        return None
-    n = len(csv)
-    x = int.from_bytes(classes, "little")  # character k -> bits 8k..8k+7
-    pairs = x & (x << 9)  # byte k: characters k-1 and k
-    if pairs & _mask(0x02, n):
-        return None  # ",,": an empty element
-    if pairs & (pairs << 10) & _mask(0x10, n):
-        return None  # "," + "0" then "0" + digit: a leading zero
-    runs = pairs & (pairs << 16)  # 4 digits in a row (or ",0,0")
-    runs &= runs << 32  # 8: token ids rarely have so many, so this is mostly the last step
-    if runs:
-        runs &= runs << 64  # 16
-        if runs & (runs << 32):  # 20
-            return None
-    commas = 2 * n - x.bit_count() // 2  # bits: 2 per comma + 4 per digit
-    return commas - 1
-
-
-def _ascii_escape(raw: bytes, start: int, end: int) -> bool:
-    """Whether raw[start:end] holds a \\u escape of a printable ASCII character (\\u0020 to
-    \\u007f): a key spelled with one may be the ids key. A false alarm costs time only."""
-    at = raw.find(b"\\u00", start, end)
-    while at >= 0:
-        if raw[at + 4 : at + 5] in (b"2", b"3", b"4", b"5", b"6", b"7"):
-            return True
-        at = raw.find(b"\\u00", at + 1, end)
-    return False
-
-
-def _fast_ids(raw: bytes, key: bytes) -> tuple[bytes, int, bytearray] | None:
-    """(line with the array replaced by the sentinel, id count, ",1,2,3,") or None."""
-    at = raw.find(key)
-    if at < 0:
-        return None
-    i = at + len(key)
-    n = len(raw)
-    while i < n and raw[i] in _WS:
-        i += 1
-    if i >= n or raw[i] != 58:  # ':'
-        return None
-    i += 1
-    while i < n and raw[i] in _WS:
-        i += 1
-    if i >= n or raw[i] != 91:  # '['
-        return None
-    end = raw.find(b"]", i)
-    if end < 0:
-        return None
-    csv = bytearray(memoryview(raw)[i : end + 1])  # one copy of "[1,2,3]"
-    if b" " in csv:
-        csv = csv.replace(b", ", b",")  # json.dumps' default separator; other spacing:
-        # plain path (deleting all white space would turn "1 2", invalid JSON, into 12)
-    if len(csv) > 2:
-        csv[0] = csv[-1] = 44  # ",1,2,3,"
-        count = _count_valid_ids(csv)
-        if count is None:
-            return None  # invalid JSON, or not all ints to orjson: the plain path says which
-    else:
-        csv, count = bytearray(b","), 0
-    # Only digits, commas and spaces lie between i and end: the key, or an escape that
-    # spells it, can only be before or after them.
-    if raw.find(key, end + 1) >= 0 or _ascii_escape(raw, 0, at) or _ascii_escape(raw, end + 1, n):
-        return None  # a second spelling of the key (a duplicate, a nested one): plain path
-    return raw[:i] + _SENTINEL_JSON + raw[end + 1 :], count, csv
+        """The ids rebuilt from the text, set once before any check sees the record: its
+        ids when it has none, else `rebuilt`."""
+        if self.from_text:
+            _set(self, "_ids", ids)
+            _set(self, "n_ids", len(ids))
+        else:
+            _set(self, "rebuilt", ids)
 
 
 class _Skipped(enum.Enum):
@@ -645,6 +523,16 @@ class _Skipped(enum.Enum):
 
 SKIPPED: Final = _Skipped.SKIPPED
 """parse_line's answer for a record the `tokaudit_where` filter leaves out."""
+
+
+class Unusable(NamedTuple):
+    """A record of a batch that could not be checked, for batch hooks that need every
+    record (the id checks, the budget): its line, and its id and billed count when they
+    could be read (else None)."""
+
+    line: int
+    id: str | int | None
+    billed: int | None
 
 
 @final  # so that `type(parsed) is Rejected` tells Rejected and Record apart, to mypy too
@@ -846,23 +734,14 @@ def check_ids(ids: Any, name: str) -> str | None:
     return None  # unreachable: one of the branches above matched
 
 
-@functools.lru_cache(maxsize=None)
-def _fast_key(ids_field: tuple[str, ...], *other_fields: tuple[str, ...]) -> bytes | None:
-    """The quoted key the fast path searches for, or None where it cannot be used."""
-    if len(ids_field) != 1 or not re.fullmatch(r"[A-Za-z0-9_\-]+", ids_field[0]):
-        return None  # nested, or a name JSON might spell with escapes
-    if any(f and f[0] == ids_field[0] for f in other_fields):
-        return None
-    return b'"' + ids_field[0].encode() + b'"'
-
-
 def parse_line(
     raw: bytes, line: int, contract: Contract, fast: bool = True
 ) -> Record | Rejected | _Skipped:
     """One non-blank line -> Record, SKIPPED, or Rejected (the findings that make it
     unusable, with the id and billed count if they could be read)."""
-    key = fast and _fast_key(contract.ids_field, contract.where, contract.id_field, *_read_paths(contract))
-    cut = _fast_ids(raw, key) if key else None
+    key = fast and fastids.key_for(contract.ids_field, contract.where, contract.id_field,
+                                   *_read_paths(contract))
+    cut = fastids.cut(raw, key) if key else None
     obj: Any = None
     if cut is not None:
         try:
@@ -870,7 +749,7 @@ def parse_line(
         except orjson.JSONDecodeError:
             cut = None
         else:
-            if type(obj) is not dict or obj.get(contract.ids_field[0]) != _SENTINEL:
+            if type(obj) is not dict or obj.get(contract.ids_field[0]) != fastids.SENTINEL:
                 cut = None  # not a top-level key after all: the plain path decides
     if cut is None:
         try:
@@ -900,11 +779,11 @@ def parse_line(
     if texts is not None:
         if cut is None:
             return TextRecord(line, obj, record_id, count, ids, texts=texts)
-        return TextRecord(line, obj, record_id, count, None, cut[2], cut[1], contract.ids_field[0],
+        return TextRecord(line, obj, record_id, count, None, cut[1], contract.ids_field[0],
                           texts=texts)
     if cut is None:
         return Record(line, obj, record_id, count, ids)
-    return Record(line, obj, record_id, count, None, cut[2], cut[1], contract.ids_field[0])
+    return Record(line, obj, record_id, count, None, cut[1], contract.ids_field[0])
 
 
 @functools.lru_cache(maxsize=64)

@@ -35,14 +35,16 @@ def finding_line(path: str, f: Finding, contract: Contract, offset: int = 0, not
     return f"{where}: {record_label(contract, f.record_id)}{f.check}: {f.message}{note}"
 
 
-def outliers_allowed(summary: FileSummary, contract: Contract) -> bool:
-    return summary.allowable <= contract.count_outliers.of(summary.audited)
+OUTLIER_NOTES = {True: " (allowed outlier)", False: "",
+                 None: " (outlier: judged with the whole file)"}  # summary.forgiven()
 
 
 def verdict(summary: FileSummary, contract: Contract) -> str:
     """The first line: reads on its own as pytest's one-line FAILED summary."""
-    allowed = outliers_allowed(summary, contract)
-    bad_records = summary.bad_records + (0 if allowed else summary.outlier_records)
+    # Outlier records of checks over their allowance count too (findings of those checks,
+    # at most every outlier record: exact when one check's allowance is exceeded).
+    exceeded = sum(n for check, n in summary.outliers.items() if summary.forgiven(check) is False)
+    bad_records = summary.bad_records + min(exceeded, summary.outlier_records)
     parts = []
     if bad_records:
         where = f" in shard {summary.shard + 1} of {summary.shards}" if summary.shard is not None else ""
@@ -64,8 +66,8 @@ def failure_lines(
 def failure_text(summary: FileSummary, contract: Contract, offset: int = 0) -> str:
     """The failure section of one file: verdict, bad records, file-level findings, sources."""
     lines = [verdict(summary, contract)]
-    note = " (allowed outlier)" if outliers_allowed(summary, contract) else ""
-    shown = [(f, "") for f in summary.shown] + [(f, note) for f in summary.shown_allowable]
+    shown = [(f, "") for f in summary.shown]
+    shown += [(f, OUTLIER_NOTES[summary.forgiven(f.check)]) for f in summary.shown_allowable]
     shown.sort(key=lambda pair: pair[0].line or 0)  # shown findings all have a line
     lines += [finding_line(summary.path, f, contract, offset, n) for f, n in shown]
     more = summary.failing + summary.allowable - len(shown)
@@ -75,7 +77,8 @@ def failure_text(summary: FileSummary, contract: Contract, offset: int = 0) -> s
         lines.append(finding_line(summary.path, f, contract))
     keys: list[str] = []
     for check in summary.by_check:
-        for attr in CHECK_KEYS.get(check, ()):
+        # Every check's allowance is tokaudit_count_outliers (checks.py's are listed above).
+        for attr in CHECK_KEYS.get(check, ("count_outliers",) if check.endswith("_outliers") else ()):
             if attr not in keys:
                 keys.append(attr)
     if keys:
@@ -104,10 +107,8 @@ def bounded(summaries: list[FileSummary], limit: int | None) -> tuple[list[FileS
     files: every failing file first, then passing ones up to `limit` rows in all."""
     if limit is None or len(summaries) <= limit:
         return summaries, 0
-    from .github import failed
-
-    bad = [s for s in summaries if failed(s)]
-    good = [s for s in summaries if not failed(s)]
+    bad = [s for s in summaries if s.failed]
+    good = [s for s in summaries if not s.failed]
     keep = good[: max(limit - len(bad), 0)]
     return bad + keep, len(good) - len(keep)
 
@@ -175,7 +176,7 @@ def allowed_outliers(summaries: list[FileSummary], contract: Contract) -> list[s
     for s in summaries:
         # Only a file audited to the end and judged whole has passed; a partly audited
         # sharded file's outliers were never weighed against its allowance.
-        if s.complete and s.allowable and not s.file_findings and not s.bad_records:
+        if s.complete and s.allowable and not s.failed:
             out += [finding_line(s.path, f, contract) for f in s.shown_allowable]
             if s.allowable > len(s.shown_allowable):
                 out.append(f"... and {s.allowable - len(s.shown_allowable):,} more in {s.path}")

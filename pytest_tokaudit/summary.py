@@ -5,7 +5,8 @@ from __future__ import annotations
 import bisect
 import re
 from dataclasses import asdict, dataclass, field, fields, replace
-from typing import Any
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Mapping
 
 import orjson
 
@@ -13,6 +14,9 @@ from .findings import Finding
 
 WORST = 5
 PROPERTY = "tokaudit"  # the user_properties name a summary travels under
+# The channel of record ids (dataset.IdsChannel fills it; ids.IdIndex reads it): entries
+# [shard, ids, lines], lines relative to the shard until rebase() makes them the file's.
+IDS = "ids"
 _BIG_INT = re.compile(rb"\d{20}")
 
 
@@ -49,6 +53,9 @@ class FileSummary:
     worst: list[tuple[Any, ...]] = field(default_factory=list)
     findings: int = 0
     allowable: int = 0
+    # Allowable findings per check: each check's allowance is judged on its own, so one
+    # check's outliers never use up another's (checks.py: <check>_outliers).
+    outliers: dict[str, int] = field(default_factory=dict)
     bad_records: int = 0  # records with a finding no allowance forgives
     outlier_records: int = 0  # records whose only findings are allowable
     by_check: dict[str, int] = field(default_factory=dict)
@@ -64,10 +71,8 @@ class FileSummary:
     # A shard's first byte (JSONL) or the rows before it (Parquet); its lines are relative
     # to its part until rebased.
     start: int = 0
-    # Record ids and their lines, in line order; only kept for the dataset id checks.
-    ids: list[Any] = field(default_factory=list)
-    id_lines: list[int] = field(default_factory=list)
-    # Per-check channels: name -> JSON-able values for a dataset check of the user's.
+    # Per-check channels: name -> JSON-able values a check's batch hook fills for its
+    # dataset check (IDS: the record ids, for unique_ids and expected_ids).
     channels: dict[str, list[Any]] = field(default_factory=dict)
 
     # -- accumulation ------------------------------------------------------------------
@@ -105,6 +110,7 @@ class FileSummary:
             return
         if finding.allowable:
             self.allowable += 1
+            self.outliers[finding.check] = self.outliers.get(finding.check, 0) + 1
             if len(self.shown_allowable) < self.max_shown:
                 self.shown_allowable.append(finding)
         elif len(self.shown) < self.max_shown:
@@ -131,6 +137,19 @@ class FileSummary:
     def failing(self) -> int:
         """Findings that fail the file, before the outlier allowance is applied."""
         return self.findings - self.allowable - len(self.file_findings)
+
+    @property
+    def failed(self) -> bool:
+        """The verdict, the one rule every view uses: a finding no allowance can forgive,
+        or a file-level finding (among them `<check>_outliers`: an allowance exceeded)."""
+        return bool(self.failing or self.file_findings)
+
+    def forgiven(self, check: str) -> bool | None:
+        """Whether `check`'s allowable findings are forgiven: None for a shard, whose
+        allowances are judged with the whole file (its [file] item)."""
+        if self.shard is not None:
+            return None
+        return not any(f.check == f"{check}_outliers" for f in self.file_findings)
 
     def worst_records(self) -> list[tuple[int, int, Any, int, int]]:
         """(absdiff, line, id, billed, counted), worst first."""
@@ -173,12 +192,14 @@ class FileSummary:
     # -- shards --------------------------------------------------------------------------
     def rebase(self, offset: int) -> None:
         """Make a shard's relative line numbers absolute: `offset` lines come before it."""
+        if IDS in self.channels:
+            self.channels[IDS] = [[None, ids, [line + offset for line in lines] if offset else lines]
+                                  for _, ids, lines in self.channels[IDS]]
         if not offset:
             return
         for name in ("shown", "shown_allowable"):
             setattr(self, name, [replace(f, line=f.line + offset) for f in getattr(self, name)])
         self.worst = [(d, neg - offset, *rest) for d, neg, *rest in self.worst]
-        self.id_lines = [line + offset for line in self.id_lines]
 
     def merge(self, other: FileSummary) -> None:
         """Fold a later shard of the same file into this one (lines already absolute)."""
@@ -191,15 +212,14 @@ class FileSummary:
         self.rt_ratio_sum += other.rt_ratio_sum
         self.max_absdiff = max(self.max_absdiff, other.max_absdiff)
         self.rt_ratio_max = max(self.rt_ratio_max, other.rt_ratio_max)
-        for check, n in other.by_check.items():
-            self.by_check[check] = self.by_check.get(check, 0) + n
+        for mine, theirs in ((self.by_check, other.by_check), (self.outliers, other.outliers)):
+            for check, n in theirs.items():
+                mine[check] = mine.get(check, 0) + n
         for entry in other.worst:
             self._offer(tuple(entry))
         self.shown = (self.shown + other.shown)[: self.max_shown]
         self.shown_allowable = (self.shown_allowable + other.shown_allowable)[: self.max_shown]
         self.file_findings += other.file_findings
-        self.ids += other.ids
-        self.id_lines += other.id_lines
         for name, values in other.channels.items():
             self.channels.setdefault(name, []).extend(values)
         self.read_error = self.read_error or other.read_error
@@ -231,3 +251,111 @@ class FileSummary:
             data[name] = [Finding.from_json(f) for f in data.get(name, [])]
         data["worst"] = [tuple(w) for w in data.get("worst", [])]
         return cls(**data)
+
+
+_HIDDEN = frozenset({"add_counts", "add_finding", "add_record_findings", "add_roundtrip",
+                     "rebase", "merge", "from_json"})
+
+
+class SummaryView:
+    """What the check hooks see of a FileSummary: every figure, read-only (lists come as
+    tuples, dicts as read-only mappings), and `channel(name)`, the one thing a hook fills."""
+
+    __slots__ = ("_summary",)
+    _summary: FileSummary
+
+    def __init__(self, summary: FileSummary):
+        object.__setattr__(self, "_summary", summary)
+
+    def channel(self, name: str) -> list[Any]:
+        """See FileSummary.channel: a JSON-able list for your dataset check."""
+        return self._summary.channel(name)
+
+    def __repr__(self) -> str:
+        return f"<tokaudit summary of {self._summary.path}>"
+
+    if TYPE_CHECKING:  # the figures, read-only to a type checker
+        @property
+        def path(self) -> str: ...
+        @property
+        def shard(self) -> int | None: ...
+        @property
+        def shards(self) -> int: ...
+        @property
+        def start(self) -> int: ...
+        @property
+        def lines(self) -> int: ...
+        @property
+        def records(self) -> int: ...
+        @property
+        def audited(self) -> int: ...
+        @property
+        def skipped(self) -> int: ...
+        @property
+        def checked(self) -> int: ...
+        @property
+        def billed(self) -> int: ...
+        @property
+        def counted(self) -> int: ...
+        @property
+        def absdiff(self) -> int: ...
+        @property
+        def max_absdiff(self) -> int: ...
+        @property
+        def findings(self) -> int: ...
+        @property
+        def allowable(self) -> int: ...
+        @property
+        def by_check(self) -> Mapping[str, int]: ...
+        @property
+        def outliers(self) -> Mapping[str, int]: ...
+        @property
+        def shown(self) -> tuple[Finding, ...]: ...
+        @property
+        def file_findings(self) -> tuple[Finding, ...]: ...
+        @property
+        def channels(self) -> Mapping[str, list[Any]]: ...
+        @property
+        def billed_total(self) -> int: ...
+        @property
+        def mean_billed(self) -> float: ...
+        @property
+        def mean_counted(self) -> float: ...
+        @property
+        def mean_absdiff(self) -> float: ...
+        @property
+        def mean_ratio(self) -> float: ...
+        @property
+        def rt_checked(self) -> int: ...
+        @property
+        def rt_ratio_mean(self) -> float: ...
+        @property
+        def read_error(self) -> str | None: ...
+        @property
+        def complete(self) -> bool: ...
+        @property
+        def failed(self) -> bool: ...
+        def forgiven(self, check: str) -> bool | None: ...
+        def worst_records(self) -> list[tuple[int, int, Any, int, int]]: ...
+        def to_json(self) -> str: ...
+    else:
+        def __getattr__(self, name: str) -> Any:
+            if name.startswith("_") or name in _HIDDEN:
+                raise AttributeError(f"the summary handed to hooks has no {name!r} (read-only)")
+            value = getattr(self._summary, name)
+            if type(value) is list:
+                return tuple(value)
+            if type(value) is dict:
+                return MappingProxyType(value)
+            return value
+
+        def __setattr__(self, name: str, value: Any) -> None:
+            raise AttributeError(f"the summary handed to hooks is read-only (cannot set "
+                                 f"{name!r}); a hook fills summary.channel(name)")
+
+        __delattr__ = __setattr__
+
+
+def writable(summary: FileSummary | SummaryView) -> FileSummary:
+    """The summary behind a view: for the built-in round trip, whose figures it keeps."""
+    return summary._summary if isinstance(summary, SummaryView) else summary

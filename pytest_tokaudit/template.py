@@ -183,10 +183,7 @@ def rebuild(batch: Sequence[Any], contract: Any) -> list[Finding]:
             ids += encoded[slot] if type(slot) is int else slot
             if k < len(specials):
                 ids.append(specials[k])
-        if record.from_text:
-            record.set_ids(ids)
-        else:
-            record.rebuilt = ids
+        record.set_ids(ids)  # its ids, or `rebuilt` beside stored ones
     return found
 
 

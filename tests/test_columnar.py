@@ -24,6 +24,7 @@ pytest.importorskip("numpy")
 from pytest_tokaudit import audit as audit_module  # noqa: E402
 from pytest_tokaudit import columnar  # noqa: E402
 from pytest_tokaudit.audit import audit, check_file  # noqa: E402
+from pytest_tokaudit.dataset import BUILTIN as DATASET_BUILTIN  # noqa: E402
 from pytest_tokaudit.report import failure_text  # noqa: E402
 from pytest_tokaudit.summary import FileSummary  # noqa: E402
 
@@ -57,7 +58,7 @@ def audited(path: Path, contract: Any, mode: str, start: int = 0, end: int | Non
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv(columnar.ENV, mode)
         summary = FileSummary(path="data/x.jsonl", max_shown=contract.max_shown)
-        hook = hook or builtin_hook()
+        hook = hook or builtin_hook(*(check() for check in DATASET_BUILTIN.values()))
         audit(path, contract, hook, summary, start, end)
         if not start and end is None:
             check_file(path, contract, hook, summary)
@@ -314,7 +315,7 @@ def test_clean_records_never_reach_the_per_line_path(tmp_path, tiny_chunks, per_
     assert per_line.lines == [13, 31]
     assert summary == audited(path, contract, "0")[0]
     assert "x.jsonl:13: " in text and "x.jsonl:31: " in text
-    assert json.loads(summary)["ids"] == [f"r{i}" for i in range(40)]
+    assert json.loads(summary)["channels"]["ids"][0][1] == [f"r{i}" for i in range(40)]
 
 
 class UserCheck:

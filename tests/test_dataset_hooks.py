@@ -113,7 +113,7 @@ def test_merge_runs_the_same_dataset_hook_on_the_union(pytester: pytest.Pytester
         result = project.run(f"--tokaudit-json={part}.json", paths=(f"data/{part}.jsonl",))
         assert result.ret == pytest.ExitCode.OK, result.stdout.str()  # each part alone: one provider
     report = json.loads((pytester.path / "b.json").read_text())
-    assert report["files"][0]["channels"] == {"providers": ["other"]}
+    assert report["files"][0]["channels"]["providers"] == ["other"]
     merged = subprocess.run(
         [sys.executable, "-m", "pytest_tokaudit", "merge", "a.json", "b.json",
          "--plugin", "conftest.py", "--json", "all.json"],

@@ -16,15 +16,15 @@ from pytest_tokaudit import ids as ids_module
 from pytest_tokaudit.contract import Contract
 from pytest_tokaudit.dataset import DUPLICATES_SHOWN, evaluate, standalone_hook
 from pytest_tokaudit.ids import IdIndex, read_manifest
-from pytest_tokaudit.summary import FileSummary
+from pytest_tokaudit.summary import IDS, FileSummary
 
 FAILED = pytest.ExitCode.TESTS_FAILED
 CONTRACT = Contract.from_json({"tokaudit_unique_ids": "true"})
 
 
 def summary(path: str, ids: list, lines: list[int] | None = None, shard: int | None = None):
-    return FileSummary(path=path, shard=shard, ids=list(ids),
-                       id_lines=list(lines) if lines is not None else list(range(1, len(ids) + 1)))
+    lines = list(lines) if lines is not None else list(range(1, len(ids) + 1))
+    return FileSummary(path=path, shard=shard, channels={IDS: [[shard, list(ids), lines]]})
 
 
 def index_of(*summaries: FileSummary, **kw) -> IdIndex:

@@ -24,6 +24,7 @@ from pytest_tokaudit.audit import audit, check_file
 from pytest_tokaudit.collect import lines_before as count_lines_before
 from pytest_tokaudit.contract import KEYS, Contract
 from pytest_tokaudit.controller import Controller
+from pytest_tokaudit.dataset import IdsChannel
 from pytest_tokaudit.reader import SKIPPED, ReadError, Rejected, iter_lines, parse_line
 from pytest_tokaudit.summary import PROPERTY, FileSummary
 
@@ -61,6 +62,7 @@ def builtin_hook(*extra: Any):
     pm.add_hookspecs(hookspecs)
     for name, check in checks.BUILTIN.items():
         pm.register(check(), name)
+    pm.register(IdsChannel())  # the record ids, as the plugin registers it
     for plugin in extra:
         pm.register(plugin)
     return pm.hook

@@ -510,7 +510,7 @@ def test_billed_count_and_id_of_unusable_records_are_kept(tmp_path):
     assert (summary.checked, summary.billed) == (1, 10)
     assert (summary.unusable_billed, summary.billed_unusable) == (4, 1000)
     assert summary.billed_total == 1010
-    assert (summary.ids, summary.id_lines) == (["ok", "nul", "el", 7, "neg", "big"], [1, 2, 3, 4, 6, 8])
+    assert summary.channels["ids"] == [[None, ["ok", "nul", "el", 7, "neg", "big"], [1, 2, 3, 4, 6, 8]]]
     back = FileSummary.from_json(summary.to_json())
     assert back == summary and back.billed_total == 1010
     other = FileSummary.from_json(summary.to_json())

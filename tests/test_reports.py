@@ -87,10 +87,12 @@ MALFORMED = [
                  id="billed-text"),
     pytest.param(_set("files.0.records", -1), "files[0].records must be an integer from 0 to "
                  "18,446,744,073,709,551,615, got -1", id="negative-count"),
-    pytest.param(_set("files.0.ids", [1, 2, True]), "files[0].ids[2] must be a record id (a string "
-                 "or an integer), got True", id="bool-id"),
-    pytest.param(_set("files.0.id_lines", [1]), "files[0].id_lines has 1 lines for 2 ids",
-                 id="id-lines-short"),
+    pytest.param(_set("files.0.channels.ids.0.1", [1, 2, True]), "files[0].channels.ids[0][1][2] "
+                 "must be a record id (a string or an integer), got True", id="bool-id"),
+    pytest.param(_set("files.0.channels.ids.0.2", [1]), "files[0].channels.ids[0] has 1 lines "
+                 "for 2 ids", id="id-lines-short"),
+    pytest.param(_set("files.0.channels.ids.0.0", 1), "files[0].channels.ids[0] must be [null, ids, "
+                 "lines] (a report holds whole files), got [1, [1, 2], [1, 2]]", id="ids-of-a-shard"),
     pytest.param(_set("files.0.shown", [{"check": "count"}]), "files[0].shown[0].message must be a "
                  "string, got None", id="finding-without-message"),
     pytest.param(_set("files.0.worst", [[1, 2, 3]]), "files[0].worst[0] must be [absdiff, -line, "
@@ -103,7 +105,7 @@ MALFORMED = [
     pytest.param(_set("contract.tokaudit_count_rel", 2), "contract: tokaudit_count_rel: expected a "
                  "string as written in pytest.ini, got 2", id="contract-not-text"),
     pytest.param(_set("format", 99), "written in report format 99 by a newer pytest-tokaudit; this "
-                 "one reads format 1", id="newer-format"),
+                 "one reads format 2", id="newer-format"),
     pytest.param(_set("partial", 3), "partial must be null or a string, got 3", id="partial-int"),
 ]
 
@@ -113,6 +115,36 @@ def test_a_real_report_is_valid(report: dict, pytester: pytest.Pytester):
     assert [s.path for s in loaded.files] == ["data/a.jsonl", "data/b.jsonl"]
     assert loaded.contract.unique_ids and loaded.keeps_ids
     assert loaded.metrics["data/a.jsonl"]["records_with_findings"] == 1
+    assert [s.channels["ids"] for s in loaded.files] == [[[None, [1, 2], [1, 2]]], [[None, [3], [1]]]]
+
+
+def test_a_format_1_report_keeps_its_record_ids(report: dict, pytester: pytest.Pytester):
+    """Format 1 kept the ids beside the channels: still read, into the same channel."""
+    def as_format_1(data: dict) -> None:
+        data["format"] = 1
+        for entry in data["files"]:
+            _, ids, lines = entry["channels"].pop("ids")[0]
+            entry["ids"], entry["id_lines"] = ids, lines
+    save(pytester, "old.json", changed(report, as_format_1))
+    loaded = jsonreport.load(pytester.path / "old.json")
+    assert [s.channels["ids"] for s in loaded.files] == [[[None, [1, 2], [1, 2]]], [[None, [3], [1]]]]
+    # Nor had it a spend channel: its billed counts stand in, so a budget still sees them.
+    assert [s.channels["budget"] for s in loaded.files] == [[[40, 0, 0]], [[10, 0, 0]]]
+
+
+def test_merge_gives_no_budget_verdict_on_a_file_without_its_spend(
+    pytester: pytest.Pytester, report: dict, capsys
+):
+    def blind(data: dict) -> None:
+        data["contract"]["tokaudit_budget"] = "45"
+        del data["files"][1]["channels"]["budget"]
+    save(pytester, "blind.json", changed(report, blind))
+    rc, out, _ = merge(capsys, "blind.json")
+    assert rc == 1
+    assert "FAILED tokaudit::budget - no spend recorded for 1 file: data/b.jsonl" in out
+    save(pytester, "seen.json", changed(report, lambda d: d["contract"].update(tokaudit_budget="45")))
+    rc, out, _ = merge(capsys, "seen.json")
+    assert "FAILED tokaudit::budget - over budget: billed 50 of 45 tokens (111.1%)" in out
 
 
 # -- F. a malformed baseline is a usage error at start-up ----------------------------------------
