@@ -3,6 +3,7 @@
     python benchmarks/generate.py --out /tmp/tokaudit-bench --size seed
     python benchmarks/generate.py --out /tmp/tokaudit-bench --size large   # ~1 GB
     python benchmarks/generate.py --out /tmp/tokaudit-bench --size 500     # ~500 MB
+    python benchmarks/generate.py --out /tmp/tokaudit-bench --size 500 --shape short  # short-500mb.jsonl
     python benchmarks/generate.py --out /tmp/tokaudit-bench --tokenizer    # Qwen3 round trip
     python benchmarks/generate.py --out /tmp/tokaudit-bench --size 500 --parquet  # + 500mb.parquet
     python benchmarks/generate.py --out /tmp/tokaudit-bench --raw --size 40  # raw API responses
@@ -173,15 +174,27 @@ def write_lines(path, lines, n_records=None, n_bytes=None):
     return records, written
 
 
-def write_contract_file(path, n_records=None, n_bytes=None, seed=0):
-    """Synthetic Kimi-vocabulary file: stop at n_records or once n_bytes are written."""
+def short_length(rng):
+    """A short chat response: 150-265 ids, uniform."""
+    return rng.randint(150, 265)
+
+
+SHAPES = {"seed": length, "short": short_length}
+
+
+def write_contract_file(path, n_records=None, n_bytes=None, seed=0, shape="seed"):
+    """Synthetic Kimi-vocabulary file: stop at n_records or once n_bytes are written.
+
+    `shape`: "seed" (lognormal lengths, ~2,600 ids per record) or "short" (150-265 ids,
+    the usual chat response, where per-record costs dominate)."""
     rng = random.Random(seed)
     sample = id_sampler(rng)
     broken = itertools.count()
+    draw = SHAPES[shape]
 
     def lines():
         for sid in itertools.count(3000):
-            n = length(rng)
+            n = draw(rng)
             split = int(n * rng.uniform(0.4, 0.9))  # reasoning share of the output
             ids = sample(split) + [KIMI["once"]] + sample(n - split - 2) + [KIMI["last"]]
             yield make_line(rng, sid, ids, KIMI, broken)
@@ -415,6 +428,9 @@ def main():
     ap.add_argument("--raw", action="store_true",
                     help="write raw.jsonl: raw chat completions (text, usage, no ids), real text counted "
                     "with the bundled Qwen3 tokenizer (or --tokenizer DIR); --size MB (default 40)")
+    ap.add_argument("--shape", choices=sorted(SHAPES), default="seed",
+                    help="record lengths: seed (~2,600 ids, lognormal) or short (150-265 ids); "
+                    "short files are named short-NAME.jsonl")
     ap.add_argument("--parquet", action="store_true",
                     help="also write the Parquet twin (NAME.parquet) of the contract file --size names")
     ap.add_argument("--row-group-mb", type=float, default=64, help="Parquet row group size (Arrow MB)")
@@ -443,10 +459,12 @@ def main():
     else:
         path = os.path.join(args.out, f"{args.size}mb.jsonl")
         limit = dict(n_bytes=int(float(args.size) * 1e6))
+    if args.shape != "seed":
+        path = os.path.join(args.out, f"{args.shape}-{os.path.basename(path)}")
     if args.parquet and os.path.exists(path):
         print(f"{path}: exists, not regenerated")
     else:
-        records, written = write_contract_file(path, seed=args.seed, **limit)
+        records, written = write_contract_file(path, seed=args.seed, shape=args.shape, **limit)
         print(f"{path}: {records} records, {written / 1e6:.1f} MB")
     if args.parquet:
         twin = path[: -len(".jsonl")] + ".parquet"

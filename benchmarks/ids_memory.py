@@ -47,8 +47,10 @@ def summaries(kind: str, n: int, shards: int) -> list[SimpleNamespace]:
             raise SystemExit(f"unknown kind {kind}")
         if kind.endswith("shuf"):
             rnd.shuffle(ids)
-        out.append(SimpleNamespace(path="data/x.jsonl", shard=s, ids=ids,
-                                   id_lines=list(range(1, per + 1))))
+        lines = list(range(1, per + 1))
+        # As the controller receives a shard's summary: its ids channel (summary.IDS).
+        out.append(SimpleNamespace(path="data/x.jsonl", shard=s, ids=ids, id_lines=lines,
+                                   channels={"ids": [[s, ids, lines]]}))
     return out
 
 

@@ -32,9 +32,9 @@ from importlib.metadata import PackageNotFoundError, version
 HERE = os.path.dirname(os.path.abspath(__file__))
 PY = sys.executable
 PAGE = os.sysconf("SC_PAGE_SIZE")
-ALL = ["stdlib", "orjson", "duckdb", "pyarrow", "pytest-n0", "pytest-n2", "startup", "roundtrip",
-       "template", "incremental", "fingerprint"]
-THROUGHPUT = {"stdlib", "orjson", "duckdb", "pyarrow", "pytest-n0", "pytest-n2"}
+ALL = ["stdlib", "bare", "orjson", "duckdb", "pyarrow", "pytest-n0", "pytest-n2", "pytest-plain",
+       "startup", "roundtrip", "template", "incremental", "fingerprint"]
+THROUGHPUT = {"stdlib", "bare", "orjson", "duckdb", "pyarrow", "pytest-n0", "pytest-n2", "pytest-plain"}
 
 CONTRACT_INI = """[pytest]
 tokaudit_where = provider
@@ -137,8 +137,9 @@ def run_once(cmd, cwd, env, timeout, sample=True):
 class Row:
     """One benchmarked command and its runs."""
 
-    def __init__(self, name, cmd, cwd, ok_codes=(0,), findings=None, sample=True):
+    def __init__(self, name, cmd, cwd, ok_codes=(0,), findings=None, sample=True, env=None):
         self.name, self.cmd, self.cwd, self.ok_codes = name, cmd, cwd, ok_codes
+        self.env = env or {}
         self.findings_of = findings or ref_findings
         self.sample = sample
         self.runs, self.error, self.findings = [], None, None
@@ -146,7 +147,7 @@ class Row:
     def run(self, timeout):
         if self.error:
             return  # failed once: don't spend the remaining repeats on it
-        r = run_once(self.cmd, self.cwd, child_env(), timeout, self.sample)
+        r = run_once(self.cmd, self.cwd, {**child_env(), **self.env}, timeout, self.sample)
         if r["timed_out"]:
             self.error = f"failed: killed after --timeout {timeout:g} s"
             return
@@ -264,10 +265,12 @@ def table(title, header, rows):
         print("| " + " | ".join(str(c).replace("|", "\\|").replace("\n", " ⏎ ") for c in r) + " |")
 
 
-def report(title, rows, ref, volume=None):
-    """Print one section. volume: (label, amount) per run, e.g. ("MB/s", 25.7)."""
+def report(title, rows, ref, volume=None, bare=None):
+    """Print one section. volume: (label, amount) per run, e.g. ("MB/s", 25.7). bare: the
+    issue #13 loop, whose speed-up column ("x bare", higher is faster) the targets use."""
+    bare = bare if bare is not None and bare.runs else None
     header = ["row", "median s", "CPU s"] + [label for label, _ in volume or ()] + [
-        "peak RSS MiB", "tree RSS MiB", "time ÷ ref", "findings"]
+        "peak RSS MiB", "tree RSS MiB", "time ÷ ref"] + (["x bare"] if bare else []) + ["findings"]
     out = []
     for row in rows:
         if not row.runs:
@@ -276,8 +279,9 @@ def report(title, rows, ref, volume=None):
         w = row.wall
         rates = [f"{amount / w:,.{1 if amount / w < 100 else 0}f}" for _, amount in volume or ()]
         ratio = f"{w / ref.wall:.2f}" if ref and ref.runs else ""
+        speed = [f"{bare.wall / w:.2f}"] if bare else []
         out.append([row.name, f"{w:.3f}" if w < 10 else f"{w:.1f}", f"{row.cpu:.2f}", *rates,
-                    f"{row.stat('rss'):.0f}", f"{row.stat('tree'):.0f}", ratio, row.findings])
+                    f"{row.stat('rss'):.0f}", f"{row.stat('tree'):.0f}", ratio, *speed, row.findings])
     table(title, header, out)
 
 
@@ -308,7 +312,7 @@ def bench_throughput(path, which, ini, args):
     def script(name):
         return [PY, os.path.join(HERE, name), path]
 
-    rows, ref = [], None
+    rows, ref, bare = [], None, None
     if parquet:  # the line-based scripts cannot read it: DuckDB is the reference
         if "duckdb" in which:
             ref = needs(Row("ref_duckdb_parquet (ref)", script("ref_duckdb_parquet.py"), HERE),
@@ -319,6 +323,10 @@ def bench_throughput(path, which, ini, args):
     else:
         if "stdlib" in which:
             rows.append(Row("ref_stdlib_json", script("ref_stdlib_json.py"), HERE))
+        if "bare" in which:  # its "bad" is not the contract's findings: not compared
+            bare = Row("bare_orjson_loop (issue #13)", script("ref_bare_loop.py"), HERE,
+                       findings=lambda r: "n/a")
+            rows.append(bare)
         if "orjson" in which:
             ref = Row("ref_orjson_loop (ref)", script("ref_orjson_loop.py"), HERE)
             rows.append(ref)
@@ -328,17 +336,21 @@ def bench_throughput(path, which, ini, args):
         if f"pytest-n{n}" in which:
             rows.append(Row(f"pytest --tokaudit -n {n}", pytest_cmd(ini, "--tokaudit", path, "-n", n),
                             os.path.dirname(ini), ok_codes=(0, 1), findings=pytest_findings))
+        if "pytest-plain" in which and not parquet:  # the per-line path, as before columnar.py
+            rows.append(Row(f"pytest --tokaudit -n {n}, TOKAUDIT_COLUMNAR=0",
+                            pytest_cmd(ini, "--tokaudit", path, "-n", n), os.path.dirname(ini),
+                            ok_codes=(0, 1), findings=pytest_findings, env={"TOKAUDIT_COLUMNAR": "0"}))
     interleave(rows, args.repeat, args.timeout)
     fname = os.path.basename(path)
     refs = {r.findings for r in rows if r.name.startswith("ref_") and r.runs}
     if len(refs) > 1:
         print(f"\nWARNING: reference scripts disagree on {fname}: {sorted(refs)}")
-    found = {r.findings for r in rows if r.runs}
-    if parquet and len(found) > 1:  # the plugin too: its Parquet reader is young
+    found = {r.findings for r in rows if r.runs and r is not bare}
+    if len(found) > 1:  # the plugin's rows too: every path must find the same records
         each = ", ".join(f"{r.name} {r.findings}" for r in rows if r.runs)
         print(f"\nWARNING: findings differ on {fname}: {each}")
     report(f"{fname}: {size / 1e6:.1f} MB, {lines:,} records", rows, ref,
-           [("MB/s", size / 1e6), ("records/s", lines)])
+           [("MB/s", size / 1e6), ("records/s", lines)], bare)
     return rows
 
 
@@ -535,7 +547,8 @@ def main():
     print("\nCommands (cwd, then command):\n")
     seen = set()
     for row in (r for rows in results.values() for r in rows):
-        line = f"    ({row.cwd}) {shlex.join(row.cmd)}"
+        env = "".join(f"{k}={v} " for k, v in row.env.items())
+        line = f"    ({row.cwd}) {env}{shlex.join(row.cmd)}"
         if line not in seen:
             seen.add(line)
             print(line)

@@ -32,6 +32,60 @@ def size_text(n: int) -> str:
     return f"{n:,} bytes"
 
 
+class PlainPass:
+    """The per-line path over one part: each line parsed, checked in batches, summarised.
+
+    audit() feeds it every line; the columnar path (columnar.py) only the lines it does
+    not handle natively, so both give the same findings, ids and counts for them.
+    """
+
+    def __init__(self, contract: Contract, hook: Any, summary: FileSummary):
+        self.contract, self.hook, self.summary = contract, hook, summary
+        self.batch: list[Record] = []
+        self.pending: list[Finding] = []  # findings of unusable lines, in line order with the batch
+        self.unusable: list[Unusable] = []
+        self.batch_ids = 0
+        self.flushes = 0  # batches checked so far (progress lines follow them)
+        self.limit = max_line_bytes(contract)
+
+    def take(self, line: int, body: bytes | int) -> None:
+        """One non-blank line: its body stripped of white space, or its size if too long."""
+        summary = self.summary
+        summary.records += 1
+        if isinstance(body, int):  # longer than the limit: read past, never held or parsed
+            summary.audited += 1
+            self.pending.append(Finding(
+                "line_length",
+                f"line {line} is {body:,} bytes, over the limit of {size_text(self.limit)} "
+                "(tokaudit_max_line_bytes)",
+                line,
+            ))
+            self.unusable.append(Unusable(line, None, None))
+        else:
+            parsed = parse_line(body, line, self.contract)
+            if parsed is SKIPPED:
+                summary.skipped += 1
+                return
+            summary.audited += 1
+            if type(parsed) is Rejected:
+                self.pending += parsed.findings
+                if parsed.count is not None:  # spend is spend, checkable or not
+                    summary.billed_unusable += parsed.count
+                    summary.unusable_billed += 1
+                self.unusable.append(Unusable(line, parsed.record_id, parsed.count))
+            else:
+                self.batch.append(parsed)
+                self.batch_ids += parsed.n_ids
+        if len(self.batch) + len(self.unusable) >= BATCH_RECORDS or self.batch_ids >= BATCH_IDS:
+            self.flush()
+
+    def flush(self) -> None:
+        _check_batch(self.batch, self.pending, self.unusable, self.contract, self.hook,
+                     self.summary)
+        self.batch, self.pending, self.unusable, self.batch_ids = [], [], [], 0
+        self.flushes += 1
+
+
 def audit(
     path: Path,
     contract: Contract,
@@ -44,44 +98,24 @@ def audit(
 
     Line numbers are relative to `start` (1 = the first line of the range).
     """
-    batch: list[Record] = []
-    pending: list[Finding] = []  # findings of unusable lines, kept in line order with the batch
-    unusable: list[Unusable] = []
-    batch_ids = 0
-    limit = max_line_bytes(contract)
-    lines = Lines(path, start, end, limit)
+    from .columnar import plan
+
+    how = plan(path, contract, hook, start, end)
+    if how is not None:  # whole chunks parsed natively, the checks vectorised
+        from .columnar import audit_columnar
+
+        audit_columnar(path, contract, hook, summary, start, end, how)
+        return
+    plain = PlainPass(contract, hook, summary)
+    take = plain.take
+    lines = Lines(path, start, end, plain.limit)
+    meter, flushed = progress.ACTIVE, 0
     try:
         for line, body in lines:
-            summary.records += 1
-            if isinstance(body, int):  # longer than the limit: read past, never held or parsed
-                summary.audited += 1
-                pending.append(Finding(
-                    "line_length",
-                    f"line {line} is {body:,} bytes, over the limit of {size_text(limit)} "
-                    "(tokaudit_max_line_bytes)",
-                    line,
-                ))
-                unusable.append(Unusable(line, None, None))
-            else:
-                parsed = parse_line(body, line, contract)
-                if parsed is SKIPPED:
-                    summary.skipped += 1
-                    continue
-                summary.audited += 1
-                if type(parsed) is Rejected:
-                    pending += parsed.findings
-                    if parsed.count is not None:  # spend is spend, checkable or not
-                        summary.billed_unusable += parsed.count
-                        summary.unusable_billed += 1
-                    unusable.append(Unusable(line, parsed.record_id, parsed.count))
-                else:
-                    batch.append(parsed)
-                    batch_ids += parsed.n_ids
-            if len(batch) + len(unusable) >= BATCH_RECORDS or batch_ids >= BATCH_IDS:
-                _check_batch(batch, pending, unusable, contract, hook, summary)
-                batch, pending, unusable, batch_ids = [], [], [], 0
-                if progress.ACTIVE is not None:  # a line every tokaudit_progress_interval
-                    progress.ACTIVE.tick(summary.records, lines.offset)
+            take(line, body)
+            if plain.flushes != flushed and meter is not None:  # a line every interval
+                flushed = plain.flushes
+                meter.tick(summary.records, lines.offset)
     except LfsPointer as exc:
         summary.read_error = str(exc)
     except ReadError as exc:
@@ -89,7 +123,7 @@ def audit(
     finally:
         summary.lines = lines.lines
         summary.blank += lines.blank
-    _check_batch(batch, pending, unusable, contract, hook, summary)
+    plain.flush()
     if summary.read_error:
         summary.add_finding(Finding("read", summary.read_error))
 

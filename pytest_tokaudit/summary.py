@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import heapq
+import bisect
 import re
 from dataclasses import asdict, dataclass, field, fields, replace
 from types import MappingProxyType
@@ -18,6 +18,10 @@ PROPERTY = "tokaudit"  # the user_properties name a summary travels under
 # [shard, ids, lines], lines relative to the shard until rebase() makes them the file's.
 IDS = "ids"
 _BIG_INT = re.compile(rb"\d{20}")
+
+
+def _RANK(entry: tuple[Any, ...]) -> tuple[Any, ...]:
+    return tuple(entry[:2])
 
 
 @dataclass
@@ -45,7 +49,7 @@ class FileSummary:
     counted: int = 0
     absdiff: int = 0
     max_absdiff: int = 0
-    # (absdiff, -line, record id, billed, counted): a min-heap of the worst (worst_records)
+    # (absdiff, -line, record id, billed, counted) of the worst, least bad first (worst_records)
     worst: list[tuple[Any, ...]] = field(default_factory=list)
     findings: int = 0
     allowable: int = 0
@@ -82,12 +86,22 @@ class FileSummary:
         if diff > self.max_absdiff:
             self.max_absdiff = diff
         if diff:
-            # min-heap on (diff, -line): the earliest line wins a tie, as in a stable sort
-            entry = (diff, -line, record_id, billed, counted)
-            if len(self.worst) < WORST:
-                heapq.heappush(self.worst, entry)
-            elif entry[:2] > self.worst[0][:2]:
-                heapq.heapreplace(self.worst, entry)
+            self.rank(diff, line, record_id, billed, counted)
+
+    def rank(self, diff: int, line: int, record_id: Any, billed: int, counted: int) -> None:
+        """Offer a record with |diff| > 0 to the worst records (add_counts does)."""
+        self._offer((diff, -line, record_id, billed, counted))
+
+    def _offer(self, entry: tuple[Any, ...]) -> None:
+        # Kept sorted on (diff, -line), least bad first: the earliest line wins a tie, as in
+        # a stable sort, and the list is the same whatever order records came in (the
+        # columnar path offers them chunk by chunk, shards merge in any order).
+        worst = self.worst
+        if len(worst) >= WORST:
+            if entry[:2] <= worst[0][:2]:
+                return
+            del worst[0]
+        bisect.insort(worst, entry, key=_RANK)
 
     def add_finding(self, finding: Finding) -> None:
         self.findings += 1
@@ -203,11 +217,7 @@ class FileSummary:
             for check, n in theirs.items():
                 mine[check] = mine.get(check, 0) + n
         for entry in other.worst:
-            entry = tuple(entry)
-            if len(self.worst) < WORST:
-                heapq.heappush(self.worst, entry)
-            elif entry[:2] > tuple(self.worst[0][:2]):
-                heapq.heapreplace(self.worst, entry)
+            self._offer(tuple(entry))
         self.shown = (self.shown + other.shown)[: self.max_shown]
         self.shown_allowable = (self.shown_allowable + other.shown_allowable)[: self.max_shown]
         self.file_findings += other.file_findings
