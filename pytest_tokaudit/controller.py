@@ -444,6 +444,7 @@ class Controller:
 
         cached = summary_line(self.config, self.summaries)
         if cached:
+            tr.write_line("")
             tr.write_line(cached)
         if self.contract.price_per_mtok is not None and self.contract.budget is None:
             spent = sum(s.billed_total for s in files)

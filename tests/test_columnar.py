@@ -385,7 +385,8 @@ def test_pytest_runs_agree_with_and_without_the_columnar_path(pytester, monkeypa
         for xdist in (("-n", "2"), ("-p", "no:xdist")):
             written = pytester.path.parent / f"report-{mode}-{xdist[1]}.json"  # outside the root
             result = pytester.runpytest_subprocess(
-                "--tokaudit", "data", *xdist, f"--tokaudit-json={written}")
+                # No cache: each run must audit, or the later ones would only reuse the first.
+                "--tokaudit", "data", *xdist, f"--tokaudit-json={written}", "--tokaudit-no-cache")
             assert_no_crash(result)
             assert result.ret == 1
             report = json.loads(written.read_text())
