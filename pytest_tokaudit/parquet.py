@@ -27,10 +27,10 @@ from .reader import (
     U64_MAX,
     Rejected,
     SourceError,
-    Record,
     TextRecord,
     Unusable,
     _set,
+    read_only,
     _count_problem,
     _id_problem,
     _schema,
@@ -140,8 +140,11 @@ class ArrowRecord:
         _set(self, "_row", row)
         _set(self, "_ids", None)
 
-    __setattr__ = Record.__setattr__
-    __delattr__ = Record.__delattr__
+    def __setattr__(self, name: str, value: Any) -> None:
+        read_only(name)
+
+    def __delattr__(self, name: str) -> None:
+        read_only(name)
 
     @property
     def ids(self) -> list[int]:

@@ -21,7 +21,10 @@ import re
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO, Callable, Final, Iterator, NamedTuple, Protocol, cast, final
+from typing import (
+    TYPE_CHECKING, Any, BinaryIO, Callable, Final, Iterator, NamedTuple, NoReturn, Protocol, cast,
+    final,
+)
 
 import orjson
 
@@ -425,6 +428,12 @@ class AuditedRecord(Protocol):
 _set = object.__setattr__
 
 
+def read_only(name: str) -> NoReturn:
+    """What setting a record's attribute does (Record, TextRecord, parquet's ArrowRecord)."""
+    raise AttributeError(f"a record is read-only (cannot set {name!r}); a check returns "
+                         "findings, e.g. record.finding(check, message)")
+
+
 class Record:
     """One audited record: its line, parsed object, id, billed count and token ids.
 
@@ -462,10 +471,10 @@ class Record:
         _set(self, "_key", key)
 
     def __setattr__(self, name: str, value: Any) -> None:
-        raise AttributeError(f"a record is read-only (cannot set {name!r}); a check returns "
-                             "findings, e.g. record.finding(check, message)")
+        read_only(name)
 
-    __delattr__ = __setattr__  # type: ignore[assignment]
+    def __delattr__(self, name: str) -> None:
+        read_only(name)
 
     @property
     def ids(self) -> list[int]:
