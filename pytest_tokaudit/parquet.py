@@ -31,6 +31,7 @@ from .reader import (
     Unusable,
     _set,
     read_only,
+    sum_terms,
     _count_problem,
     _id_problem,
     _schema,
@@ -447,21 +448,9 @@ def _rows_of(batch: Any, before: int, contract: Contract,
 
 
 def _sum(terms: list[tuple[Any, list[Any]]], row: int, problems: list[str], formula: str) -> int | None:
-    """A billing sum for one row, as reader._count_sum words it (an optional addend that is
-    null, or whose column is absent, counts 0)."""
-    total, bad = 0, False
-    for term, values in terms:
-        value = values[row]
-        if term.optional and value is None:
-            continue
-        if type(value) is int and 0 <= value <= U64_MAX:
-            total += value
-        else:
-            problems.append(_count_problem(value, ".".join(term.path)))
-            bad = True
-    if not bad and total > U64_MAX:
-        problems.append(f"{formula} = {total} is out of range (over 2**64-1)")
-    return None if bad or total > U64_MAX else total
+    """A billing sum for one row, as the JSONL reader's (an optional addend that is null, or
+    whose column is absent, counts 0)."""
+    return sum_terms(((term, values[row]) for term, values in terms), formula, problems)
 
 
 def _text_rows_of(batch: Any, before: int, contract: Contract,

@@ -22,8 +22,8 @@ import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import (
-    TYPE_CHECKING, Any, BinaryIO, Callable, Final, Iterator, NamedTuple, NoReturn, Protocol, cast,
-    final,
+    TYPE_CHECKING, Any, BinaryIO, Callable, Final, Iterable, Iterator, NamedTuple, NoReturn,
+    Protocol, cast, final,
 )
 
 import orjson
@@ -897,9 +897,14 @@ def _schema(obj: dict, contract: Contract, with_ids: bool) -> tuple[list[str], A
 
 def _count_sum(obj: dict, formula: CountSum, problems: list[str]) -> int | None:
     """The billed count as a sum of fields; an optional addend missing or null counts 0."""
+    return sum_terms(((t, get_path(obj, t.path)) for t in formula.terms), formula, problems)
+
+
+def sum_terms(values: Iterable[tuple[Any, Any]], formula: Any, problems: list[str]) -> int | None:
+    """A billing sum from (term, value) pairs; a problem for each addend that is not a count
+    (an optional one missing or null counts 0). Parquet rows are summed by it too."""
     total, bad = 0, False
-    for term in formula.terms:
-        value = get_path(obj, term.path)
+    for term, value in values:
         if term.optional and (value is MISSING or value is None):
             continue
         if type(value) is int and 0 <= value <= U64_MAX:
