@@ -320,7 +320,7 @@ def entry_for(item: Any) -> Entry | None:
 
             lo, hi = span(source, *item.byte_range)
             data = digest_bytes(source, lo, hi)
-            size = os.stat(source).st_size
+            size = hi - lo  # not the file's: frames added or changed elsewhere do not matter
         else:
             start, end = item.byte_range
             data = digest_range(source, start, end)

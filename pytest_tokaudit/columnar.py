@@ -168,7 +168,7 @@ def pieces(path: Any, start: int = 0, end: int | None = None, limit: int = 64 <<
 def audit_columnar(path: Any, contract: Contract, hook: Any, summary: FileSummary,
                    start: int, end: int | None, how: Plan) -> None:
     """audit.audit's work, chunk by chunk: the same summary, findings and lines."""
-    from .audit import PlainPass
+    from .audit import PlainPass, read_error_text
 
     plain = PlainPass(contract, hook, summary)
     cols = _Columns(contract, how, plain, summary, hook)
@@ -186,7 +186,7 @@ def audit_columnar(path: Any, contract: Contract, hook: Any, summary: FileSummar
     except LfsPointer as exc:
         summary.read_error = str(exc)
     except ReadError as exc:
-        summary.read_error = f"{exc} (after line {line})"
+        summary.read_error = read_error_text(exc, path, start, end, line)
     finally:
         summary.lines = line
         summary.blank += cols.blank
