@@ -177,11 +177,21 @@ def _bounds_of(path: Path, *offsets: int | None) -> list[int]:
     return bounds
 
 
+_EDGES: dict[tuple, tuple[bytes, int]] = {}
+
+
 def _edge_before(path: Path, fh: BinaryIO, start: int) -> tuple[bytes, int]:
     """(the last byte inflated before `start`, where its frame starts); (b"", 0) at the
     file's start. A damaged frame counts as ending a line: the part that owns it reports
     it, and the line after it is audited here (a piece of a line is invalid JSON: a
-    finding, never a record dropped unseen)."""
+    finding, never a record dropped unseen). Once per process: the cache key asks too."""
+    key = (_key(path), start)
+    if key not in _EDGES:
+        _EDGES[key] = _find_edge(path, fh, start)
+    return _EDGES[key]
+
+
+def _find_edge(path: Path, fh: BinaryIO, start: int) -> tuple[bytes, int]:
     bounds = _bounds_of(path, start)
     for j in range(bounds.index(start) - 1, -1, -1):
         a, b = bounds[j], bounds[j + 1]

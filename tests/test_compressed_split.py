@@ -29,6 +29,9 @@ from test_gate import FAILED, Gate, assert_clean, gate  # noqa: F401  (the fixtu
 zstandard = pytest.importorskip("zstandard")
 
 MODES = {"no-xdist": (), "xdist-2": ("-n", "2")}
+# The reference comparison also under the schedulers that place shards differently.
+ALL_MODES = {**MODES, "loadfile": ("-n", "2", "--dist", "loadfile"),
+             "each": ("-n", "2", "--dist", "each")}
 SHARD = 4000  # compressed bytes per shard: a few shards of files of ~10 KB
 FRAME = 1500  # raw bytes per frame: frames end mid-line, so records straddle them
 
@@ -151,6 +154,7 @@ def test_multi_frame_zst_and_bgzf_split_into_shards_single_frame_and_plain_gzip_
     assert shards_of(off, "data/multi.jsonl.zst") == ["data/multi.jsonl.zst::tokaudit"]
 
 
+@pytest.mark.parametrize("mode", list(ALL_MODES.values()), ids=list(ALL_MODES))
 def test_split_findings_are_those_of_plain_jsonl_and_of_one_frame(gate: Gate, mode: tuple[str, ...]):
     data = project(gate, tokaudit_max_shown=3)
     gate.write("data/plain.jsonl", data)
