@@ -414,6 +414,8 @@ class AuditItem(TokauditItem):
             # Reports (with user_properties) travel from xdist workers; config.stash does not.
             # An unfinished audit travels too, marked incomplete: it makes the run partial.
             self.user_properties.append((PROPERTY, summary.to_json()))
+        if self.shard and summary.complete and not is_parquet(self.source):
+            shard_lines(self.source, self.byte_range[0], self.byte_range[1], summary.lines)
         # A shard's allowable findings are judged with the whole file, by [file].
         if summary.failed:
             offset = 0
@@ -505,19 +507,41 @@ def rows_before(path: Any, start: int) -> int:
     return lines_before(path, start)
 
 
+def _file_key(path: Any) -> tuple:
+    """What identifies a file's bytes in this process: a rewritten file is another file."""
+    if getattr(path, "open_stream", None) is not None:
+        return path.cache_key
+    st = os.stat(path)
+    return (os.fspath(path), st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def shard_lines(path: Any, start: int, end: int | None, lines: int) -> None:
+    """Note that the shard [start, end) of `path` holds `lines` lines: if the lines before
+    it are known, so are the lines before the next shard, which then need no counting
+    (an in-order run of a file's shards, cache hits included, reads no prefix)."""
+    if end is None:
+        return
+    try:
+        known = _LINES_AT.setdefault(_file_key(path), {0: 0})
+    except OSError:
+        return
+    if start in known:
+        known[end] = known[start] + lines
+
+
 def lines_before(path: Any, offset: int) -> int:
     """Lines that start before byte `offset` (a shard's first line is this + 1).
 
-    Counted once per file per process from the nearest point already counted, so a
+    Known without reading when the shards before it ran in this process; otherwise
+    counted once per file per process from the nearest point already counted, so a
     failing shard never reads the whole prefix again. `path` is a local Path, or a
     remote.RemoteFile (read by range requests, its key from the listing).
     """
     remote = getattr(path, "open_stream", None)
-    if remote is not None:
-        key = path.cache_key
-    else:
-        st = os.stat(path)  # a rewritten file is another file
-        key = (os.fspath(path), st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    key = _file_key(path)
+    known = _LINES_AT.get(key, {})
+    if offset in known:
+        return known[offset]
     marks = _LINE_MARKS.setdefault(key, {0: 0})
     start = max(o for o in marks if o <= offset)
     n = marks[start]
@@ -538,4 +562,6 @@ def lines_before(path: Any, offset: int) -> int:
     return n
 
 
+# Per file (_file_key): byte offset -> lines that start before it, from shards that ran here.
+_LINES_AT: dict[tuple, dict[int, int]] = {}
 _LINE_MARKS: dict[tuple, dict[int, int]] = {}

@@ -30,21 +30,24 @@ def failure_repr(path: str, lineno: int, message: str, lines: Sequence[str]) -> 
 
     `reprcrash` (path, 1-based line, message) is what `-r` short summaries, `--tb=line`
     and junitxml's `message` attribute show, on every pytest version (pytest 8 shows no
-    reason for a plain-string longrepr); the lines are the body. xdist serialises it as
-    it does a `--tb=native` traceback.
+    reason for a plain-string longrepr). The body is the traceback's extra text, printed
+    as is, with no traceback entry: plugins that place a failure by its first entry fall
+    back to `reprcrash`'s line (pytest-github-actions-annotate-failures annotates the
+    first bad record, not the file's line 1). xdist serialises it as any traceback.
     """
     try:
         from _pytest._code.code import (
             ExceptionChainRepr,
             ReprFileLocation,
-            ReprTracebackNative,
+            ReprTraceback,
         )
     except ImportError as exc:  # pragma: no cover - depends on pytest's internals
         raise PrivateApiError(f"pytest {pytest.__version__}: {exc}") from None
-    body = [line + "\n" for line in lines]
     # ReprFileLocation's lineno is shown as is; 0 means "the file" (no line).
     crash = ReprFileLocation(path=path, lineno=lineno, message=message)
-    return ExceptionChainRepr([(ReprTracebackNative(body), crash, None)])
+    body = ReprTraceback(reprentries=[], extraline="\n".join(lines) if lines else None,
+                         style="native")
+    return ExceptionChainRepr([(body, crash, None)])
 
 
 def load_conftests(config: pytest.Config, path: Path) -> None:

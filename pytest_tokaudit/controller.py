@@ -252,8 +252,26 @@ class Controller:
         return BrokenItem.from_parent(session, name=nodeid, nodeid=nodeid, why=why)
 
     # -- verdicts -----------------------------------------------------------------------
+    def nothing_selected(self) -> str | None:
+        """Why the run judges nothing, when it selected no data item and no other test
+        (`pytest --tokaudit empty/`, `-k` matching only a dataset check): skipping every
+        verdict would leave it green (pytest exits 0 on skips), so each one fails instead.
+        A partial run that ran other tests (`pytest tests/`) skips them, as designed."""
+        anchor = dataset_anchor(self.config) + "::"
+        if any(not (n.startswith(anchor) or n.endswith("::tokaudit[file]")) for n in self.selected):
+            return None
+        if self.collect_errors or self.stopped:
+            return None  # already red, and its partial reason says why better
+        named = ", ".join(self.coverage().named) or "none"
+        return (f"no data audited: the run selected no data file and no other test (paths "
+                f"named: {named}); a run that audits nothing is never green")
+
     def skip_reason(self, item: DeferredItem) -> str | None:
         """Why a deferred item cannot be judged on this run, or None."""
+        nothing = self.nothing_selected()
+        if nothing:  # one red item says it (judge()): coverage, else each verdict selected
+            coverage = dataset_anchor(self.config) + "::coverage"
+            return nothing if item.nodeid != coverage and coverage in self.selected else None
         if isinstance(item, WholeFileItem):
             parts = self.shards_of(item.display)
             done = {s.shard for s in parts if s.complete}
@@ -272,6 +290,11 @@ class Controller:
 
     def judge(self, item: DeferredItem) -> None:
         """Run by a deferred item's runtest: raise Verdict, or return (passed)."""
+        nothing = self.nothing_selected()
+        own = self.dataset_outcomes().get(item.name) if isinstance(item, DatasetItem) else None
+        if nothing and not (own is not None and own.outcome == "failed"):
+            # (a verdict's own failure, "no data file under empty/", says it better)
+            raise Verdict(nothing, [nothing], item.location[0], 1)
         if isinstance(item, WholeFileItem):
             return self.judge_file(item)
         outcome = self.dataset_outcomes()[item.name]

@@ -126,18 +126,11 @@ def _plain_ids(tok: Any, text: str) -> list[int]:
 
 def _encode_runs(tok: Any, texts: list[str]) -> list[list[int]]:
     """Each text encoded without added special tokens, in one batch (fast backend)."""
-    if not getattr(tok, "is_fast", False) or not hasattr(tok, "backend_tokenizer"):
+    from .tokenizer import is_fast, encoding_backend
+
+    if not is_fast(tok):
         return [list(tok.encode(t, add_special_tokens=False, split_special_tokens=True)) for t in texts]
-    backend = tok.backend_tokenizer
-    # tok.encode() resets the backend to these settings on every call; do the same.
-    if backend.truncation is not None:
-        backend.no_truncation()
-    if backend.padding is not None:
-        backend.no_padding()
-    split = bool(getattr(tok, "split_special_tokens", False))
-    if backend.encode_special_tokens != split:
-        backend.encode_special_tokens = split
-    return [e.ids for e in backend.encode_batch(texts, add_special_tokens=False)]
+    return [e.ids for e in encoding_backend(tok).encode_batch(texts, add_special_tokens=False)]
 
 
 def rebuild(batch: Sequence[Any], contract: Any) -> list[Finding]:

@@ -378,7 +378,7 @@ def _resolve_one(tok: Any, spec: str | int, key: str) -> int:
 
 def _known(tok: Any) -> Callable[[int], bool]:
     """A test for "this id is in the vocabulary"."""
-    if _is_fast(tok):
+    if is_fast(tok):
         to_token = tok.backend_tokenizer.id_to_token
         return lambda i: 0 <= i < _U32 and to_token(i) is not None
     size = len(tok)
@@ -423,17 +423,9 @@ def _decode_encode(tok: Any, lists: list[list[int]]) -> list[tuple[str, list[int
     The fast path is equivalent to tok.decode(ids, skip_special_tokens=False,
     clean_up_tokenization_spaces=False) and tok.encode(text, add_special_tokens=False).
     """
-    if not _is_fast(tok):
+    if not is_fast(tok):
         return [_slow_one(tok, ids) for ids in lists]
-    backend = tok.backend_tokenizer
-    # tok.encode() resets the backend to these settings on every call; do the same.
-    if backend.truncation is not None:
-        backend.no_truncation()
-    if backend.padding is not None:
-        backend.no_padding()
-    split = bool(getattr(tok, "split_special_tokens", False))
-    if backend.encode_special_tokens != split:
-        backend.encode_special_tokens = split
+    backend = encoding_backend(tok)
     # Ids outside u32 would make the whole batch raise OverflowError.
     fits = [not ids or (min(ids) >= 0 and max(ids) < _U32) for ids in lists]
     texts = backend.decode_batch([ids for ids, ok in zip(lists, fits, strict=True) if ok],
@@ -460,13 +452,28 @@ def _slow_one(tok: Any, ids: list[int]) -> tuple[str, list[int]] | RoundTrip:
 
 
 def _decode(tok: Any, ids: list[int]) -> str:
-    if _is_fast(tok):
+    if is_fast(tok):
         return tok.backend_tokenizer.decode(ids, skip_special_tokens=False)
     return tok.decode(ids, skip_special_tokens=False, clean_up_tokenization_spaces=False)
 
 
-def _is_fast(tok: Any) -> bool:
+def is_fast(tok: Any) -> bool:
     return bool(getattr(tok, "is_fast", False)) and hasattr(tok, "backend_tokenizer")
+
+
+def encoding_backend(tok: Any) -> Any:
+    """A fast tokenizer's `tokenizers` backend, set as tok.encode() sets it on every call
+    (no truncation, no padding, special tokens split only if the tokenizer says so), so
+    that its batch calls encode exactly as tok.encode() does."""
+    backend = tok.backend_tokenizer
+    if backend.truncation is not None:
+        backend.no_truncation()
+    if backend.padding is not None:
+        backend.no_padding()
+    split = bool(getattr(tok, "split_special_tokens", False))
+    if backend.encode_special_tokens != split:
+        backend.encode_special_tokens = split
+    return backend
 
 
 def _unknown_id(tok: Any, ids: list[int]) -> RoundTrip | None:

@@ -540,11 +540,12 @@ def test_19_failing_shards_do_not_reread_their_file_from_byte_0(gate: Gate):
     assert len(failed) == shards, run
     stats = json.loads((gate.path / "line_reads.json").read_text())
     assert stats["calls"] >= shards - 1, (stats["calls"], run)  # every shard after the first
-    size = len(data)
-    assert stats["bytes"] <= 2 * size, (
-        f"{stats['bytes']:,} bytes read to number the lines of a {size:,}-byte file in "
-        f"{shards} failing shards ({stats['bytes'] / size:.1f}x the file); "
-        f"lines_before offsets: {stats['offsets']}"
+    # In file order in one process, each shard's line count gives the next shard's first
+    # line: nothing is read to number them (collect.shard_lines). Out of order (xdist, or
+    # a cache miss mid-file) the prefix is counted once per process (test_reader.py).
+    assert stats["bytes"] == 0, (
+        f"{stats['bytes']:,} bytes read to number the lines of a {len(data):,}-byte file "
+        f"in {shards} failing shards; lines_before offsets: {stats['offsets']}"
     )
 
 

@@ -14,7 +14,8 @@ Each consumer's run is read its own way and compared with a plain run's `-rA` li
 - instafail (--instafail): each failure printed before the end of the session, the
   deferred whole-file and dataset checks included, and no FAILURES section after;
 - annotations (GITHUB_ACTIONS=true): one `::error file=...` workflow command per failed
-  item, naming its file (the data file or pytest.ini), none for a passed item.
+  item, naming its file (the data file or pytest.ini) and the line of its first bad
+  record, none for a passed item.
 
 The three failed items are in three different files, so a file names a failure here.
 """
@@ -133,6 +134,10 @@ def test_annotations_name_the_file_of_each_failure(
     parsed = [re.match(r"^::error file=([^,]+),line=(\d+)::(.*)$", line) for line in commands]
     assert all(parsed), commands
     assert sorted(m.group(1) for m in parsed) == files(failed(plain)), (commands, run)
+    # Each at the line of its failure's first bad record: x.jsonl's bad count is line 2;
+    # the whole-file and dataset verdicts name no record, so their file's first line.
+    lines = {m.group(1): int(m.group(2)) for m in parsed}
+    assert lines == {"data/x.jsonl": 2, "data/big.jsonl": 1, "pytest.ini": 1}, commands
     # The message opens with the failure's title, as in the plain run's FAILURES.
     got = sorted(m.group(3).split("%0A")[0] for m in parsed)
     assert got == titles(plain.sections["FAILURES"]), (commands, run)

@@ -327,8 +327,11 @@ def test_dataset_checks_are_selected_by_node_id_keyword_and_marker(gate: Gate):
     got = keyword.outcomes()
     assert not data_ids & set(got), keyword
     assert ds("unique_ids") not in got and ds("expected_ids") not in got, keyword
-    # No data file was audited: the run is partial, and nothing is over the cap.
-    assert_skipped_partial(keyword, "budget")
+    # No data file was audited and nothing else ran: a green run would say nothing was
+    # checked and passed, so the one verdict selected fails, saying why.
+    assert got[ds("budget")] == "FAILED", keyword
+    assert keyword.ret == pytest.ExitCode.TESTS_FAILED, keyword
+    assert "no data audited: the run selected no data file and no other test" in keyword.out, keyword
 
     gate.write("tests/test_plain.py", "def test_plain():\n    pass\n")
     marked = gate.run("-m", "tokaudit", "--strict-markers", paths=("data", "tests"))
@@ -543,6 +546,31 @@ def test_a_run_that_audits_no_record_fails(gate: Gate):
     assert "x.csv" in parquet.out and "x.jsonl.dvc" in parquet.out, parquet
     assert parquet.outcome("data/x.parquet::tokaudit") == "FAILED", parquet
     assert "*.jsonl" in parquet.out, parquet
+
+
+def test_a_run_that_selects_no_data_outside_the_dataset_is_red(gate: Gate):
+    """`pytest --tokaudit empty/` with `testpaths = data`: the dataset is not the run's, so
+    the run is partial, and partial verdicts skip; but with nothing else selected, skips
+    alone would exit 0 (pytest itself exits 5 on `pytest empty/`). Coverage fails instead;
+    a partial run that runs other tests (`pytest tests/`) still skips the verdicts."""
+    gate.ini(testpaths="data", tokaudit_budget=1000, tokaudit_unique_ids="true")
+    gate.jsonl("data/a.jsonl", [rec(i, 10) for i in range(1, 4)])
+    (gate.path / "empty").mkdir()
+    gate.write("tests/test_plain.py", "def test_plain():\n    pass\n")
+    for mode in ((), ("-n", "2")):
+        empty = gate.run(*mode, paths=("empty",))
+        assert_clean(empty)
+        assert empty.ret == FAILED, empty
+        assert empty.outcome(ds("coverage")) == "FAILED", empty
+        assert "no data audited: the run selected no data file and no other test (paths " \
+               "named: empty)" in empty.message(ds("coverage")) + empty.out, empty
+        # One red item says it; the other verdicts skip with the same reason.
+        assert empty.outcome(ds("budget")) == "SKIPPED", empty
+        assert empty.outcome(ds("unique_ids")) == "SKIPPED", empty
+    tests_only = gate.run(paths=("tests",))
+    assert_clean(tests_only)
+    assert tests_only.ret == pytest.ExitCode.OK, tests_only
+    assert_skipped_partial(tests_only, "coverage", "budget", "unique_ids")
 
 
 LFS_POINTER = (
