@@ -414,7 +414,9 @@ class AuditItem(TokauditItem):
             # Reports (with user_properties) travel from xdist workers; config.stash does not.
             # An unfinished audit travels too, marked incomplete: it makes the run partial.
             self.user_properties.append((PROPERTY, summary.to_json()))
-        if self.shard and summary.complete and not is_parquet(self.source):
+        # Not after damage (a corrupt frame): the shard did not count its lines to its end.
+        if (self.shard and summary.complete and not summary.read_error
+                and not is_parquet(self.source)):
             shard_lines(self.source, self.byte_range[0], self.byte_range[1], summary.lines)
         # A shard's allowable findings are judged with the whole file, by [file].
         if summary.failed:
@@ -498,12 +500,6 @@ def rows_before(path: Any, start: int) -> int:
     before it in Parquet (known from the footer at collection)."""
     if str(path).endswith(".parquet"):
         return start
-    from .reader import is_compressed
-
-    if is_compressed(path):  # a run of whole frames: the lines they inflate to
-        from .frames import lines_before as frame_lines_before
-
-        return frame_lines_before(path, start)
     return lines_before(path, start)
 
 
@@ -542,6 +538,12 @@ def lines_before(path: Any, offset: int) -> int:
     known = _LINES_AT.get(key, {})
     if offset in known:
         return known[offset]
+    from .reader import is_compressed
+
+    if is_compressed(path):  # `offset` is a frame boundary: the lines the frames inflate to
+        from .frames import lines_before as frame_lines_before
+
+        return frame_lines_before(path, offset)
     marks = _LINE_MARKS.setdefault(key, {0: 0})
     start = max(o for o in marks if o <= offset)
     n = marks[start]

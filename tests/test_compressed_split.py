@@ -179,6 +179,8 @@ def test_split_findings_are_those_of_plain_jsonl_and_of_one_frame(gate: Gate, mo
     assert plain["records"] == 200
     for path, entry in report.items():
         assert entry == plain, path
+        # Record 120 spans three frames (tiny: many more), and is read once, at its line.
+        assert [line for i, line in entry["ids"] if i == 120] == [120], path
     # Each shard and the whole-file verdict ran; unique_ids saw every record of each copy.
     outcomes = run.outcomes()
     for path in ("data/multi.jsonl.zst", "data/tiny.jsonl.zst", "data/bgzf.jsonl.gz"):
