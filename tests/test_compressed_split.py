@@ -309,3 +309,107 @@ def test_progress_counts_the_compressed_bytes_of_the_shard(tmp_path: Path):
     whole = SimpleNamespace(byte_range=(0, None), source=path, parent=parent)
     assert Progress.total(shard) == 4000
     assert Progress.total(whole) == size
+
+
+# -- the reader alone: every line once, whatever the cuts ---------------------------------------
+
+def random_file(rnd: Any) -> bytes:
+    """Records, blank and white-space lines, long lines, maybe no final newline."""
+    parts = []
+    for i in range(rnd.randint(0, 40)):
+        k = rnd.random()
+        if k < 0.15:
+            parts.append(b"\n" * rnd.randint(1, 3))
+        elif k < 0.2:
+            parts.append(b"  \r\n")
+        else:
+            parts.append(b'{"sample_id": %d, "p": "%s"}\n' % (i, b"x" * rnd.randint(0, 600)))
+    data = b"".join(parts)
+    return data.rstrip(b"\n") if rnd.random() < 0.3 else data
+
+
+def cut(rnd: Any, data: bytes) -> list[bytes]:
+    points = sorted(rnd.sample(range(1, len(data)), min(rnd.randint(0, 25), len(data) - 1))) \
+        if len(data) > 1 else []
+    return [data[a:b] for a, b in zip([0, *points], [*points, len(data)])]
+
+
+@pytest.mark.parametrize("suffix", [".zst", ".gz"])
+def test_every_line_is_read_once_by_the_shard_its_first_byte_inflates_in(tmp_path: Path, suffix: str):
+    import random
+
+    from pytest_tokaudit import frames, reader
+
+    rnd = random.Random(12)
+    c = zstandard.ZstdCompressor()
+    for case in range(60):
+        data = random_file(rnd)
+        chunks = cut(rnd, data)
+        packed = (b"".join(c.compress(ch) for ch in chunks) if suffix == ".zst"
+                  else b"".join(bgzf_member(ch) for ch in chunks))
+        path = tmp_path / f"{case}.jsonl{suffix}"
+        path.write_bytes(packed)
+        plain = tmp_path / f"{case}.jsonl"
+        plain.write_bytes(data)
+        whole = reader.Lines(plain)
+        want = list(whole)
+        for size in (60, 300, 2000):
+            parts = frames.parts(path, size) or [(0, len(packed))]
+            got, lines, blank = [], 0, 0
+            for start, end in parts:
+                assert frames.lines_before(path, start) == lines, (case, size, start)
+                part = reader.Lines(path, start, end)
+                got += [(line + lines, body) for line, body in part]
+                lines, blank = lines + part.lines, blank + part.blank
+            assert got == want, (case, size, parts)
+            assert (lines, blank) == (whole.lines, whole.blank), (case, size)
+
+
+def test_a_corrupt_bgzf_member_stops_its_shard_only(tmp_path: Path):
+    from pytest_tokaudit import frames, reader
+
+    data = jsonl_bytes(records())
+    members = [bgzf_member(data[i:i + FRAME]) for i in range(0, len(data), FRAME)]
+    middle = len(members) // 2
+    bad = bytearray(members[middle])
+    bad[-8] ^= 0xFF  # its CRC-32
+    members[middle] = bytes(bad)
+    path = tmp_path / "a.jsonl.gz"
+    path.write_bytes(b"".join(members))
+    parts = frames.parts(path, SHARD)
+    assert parts is not None and len(parts) >= 3
+    at = sum(map(len, members[:middle]))
+    for start, end in parts:
+        part = reader.Lines(path, start, end)
+        if start <= at < end:
+            with pytest.raises(reader.ReadError, match="corrupt or unreadable file: CRC check failed"):
+                list(part)
+        else:
+            assert len(list(part)) > 20
+
+
+@pytest.mark.parametrize("damage", ["reserved block type", "bad magic", "cut short", "trailing bytes"])
+def test_odd_headers_leave_the_file_whole(tmp_path: Path, damage: str):
+    from pytest_tokaudit import frames
+
+    data = jsonl_bytes(records())
+    packed = bytearray(zst_frames(data))
+    second = len(zstandard.ZstdCompressor(write_checksum=True).compress(data[:FRAME]))
+    if damage == "reserved block type":
+        # The second frame's first block header, after its frame header (RFC 8878 3.1.1.1).
+        fhd = packed[second + 4]
+        single = fhd >> 5 & 1
+        head = second + 5 + (1 - single) + (0, 1, 2, 4)[fhd & 3] + (single, 2, 4, 8)[fhd >> 6]
+        packed[head] |= 0b110  # block type 3: reserved
+    elif damage == "bad magic":
+        packed[second] ^= 0xFF
+    elif damage == "cut short":
+        del packed[-3:]
+    else:
+        packed += b"\0\0"
+    path = tmp_path / "a.jsonl.zst"
+    path.write_bytes(bytes(packed))
+    assert frames.parts(path, 1000) is None
+    plain = tmp_path / "b.jsonl.gz"
+    plain.write_bytes(gzip.compress(data) + gzip.compress(data))  # two plain members
+    assert frames.parts(plain, 1000) is None
