@@ -33,7 +33,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 PY = sys.executable
 PAGE = os.sysconf("SC_PAGE_SIZE")
 ALL = ["stdlib", "bare", "orjson", "duckdb", "pyarrow", "pytest-n0", "pytest-n2", "pytest-plain",
-       "startup", "roundtrip", "template", "incremental", "fingerprint"]
+       "startup", "roundtrip", "template", "incremental", "incremental-rt", "fingerprint"]
 THROUGHPUT = {"stdlib", "bare", "orjson", "duckdb", "pyarrow", "pytest-n0", "pytest-n2", "pytest-plain"}
 
 CONTRACT_INI = """[pytest]
@@ -420,20 +420,22 @@ def fresh_cache_cmd(folder, cmd):
     return [PY, "-c", code, folder, *cmd]
 
 
-def bench_incremental(path, work, args):
+def bench_incremental(path, work, args, contract=None, tag="incremental"):
     """A second run on unchanged data (the cache warm) against a cold run, the same file.
 
     The cache lives in tokaudit_cache_dir (pytest's own cache is off in every row, see
-    PYTEST_OPTS); a priming run fills it before timing."""
+    PYTEST_OPTS); a priming run fills it before timing. `contract`: the ini lines (the
+    count and structure checks unless given)."""
     size, lines = warm(path)
+    contract = contract or CONTRACT_INI.format(**KIMI)
     name = os.path.splitext(os.path.basename(path))[0]
-    folder = os.path.join(work, "incremental", f"cache-{name}")
-    fill = os.path.join(work, "incremental", f"cache-{name}-fill")
-    ini = write(os.path.join(work, "incremental", "pytest.ini"), CONTRACT_INI.format(**KIMI))
-    ini_warm = write(os.path.join(work, "incremental", "warm", "pytest.ini"),
-                     CONTRACT_INI.format(**KIMI) + f"tokaudit_cache_dir = {folder}\n")
-    ini_fill = write(os.path.join(work, "incremental", "fill", "pytest.ini"),
-                     CONTRACT_INI.format(**KIMI) + f"tokaudit_cache_dir = {fill}\n")
+    folder = os.path.join(work, tag, f"cache-{name}")
+    fill = os.path.join(work, tag, f"cache-{name}-fill")
+    ini = write(os.path.join(work, tag, "pytest.ini"), contract)
+    ini_warm = write(os.path.join(work, tag, "warm", "pytest.ini"),
+                     contract + f"tokaudit_cache_dir = {folder}\n")
+    ini_fill = write(os.path.join(work, tag, "fill", "pytest.ini"),
+                     contract + f"tokaudit_cache_dir = {fill}\n")
     bare_ini = write(os.path.join(work, "bare", "pytest.ini"), "[pytest]\n")
     write(os.path.join(work, "bare", "test_trivial.py"), "def test_ok():\n    assert True\n")
     rows = []
@@ -456,7 +458,7 @@ def bench_incremental(path, work, args):
         print(f"\n(incremental skipped: the priming run exited {prime['rc']})")
         return []
     interleave(rows, args.repeat, args.timeout)
-    report(f"incremental: {os.path.basename(path)}, {size / 1e6:.1f} MB, {lines:,} records", rows,
+    report(f"{tag}: {os.path.basename(path)}, {size / 1e6:.1f} MB, {lines:,} records", rows,
            rows[0], [("MB/s", size / 1e6)])
     start = bare.wall
     out = []
@@ -465,7 +467,7 @@ def bench_incremental(path, work, args):
             out.append([f"-n {n}", f"{warm_row.wall / cold.wall:.1%}",
                         f"{max(warm_row.wall - start, 0) / max(cold.wall - start, 1e-9):.1%}",
                         f"{filling.wall / cold.wall:.2f}"])
-    table("incremental: warm ÷ cold", ["", "whole process", "above pytest's start-up",
+    table(f"{tag}: warm ÷ cold", ["", "whole process", "above pytest's start-up",
                                         "filling ÷ cold"], out)
     return rows
 
@@ -528,6 +530,15 @@ def main():
     big = max((f for f in files if f.endswith(".jsonl")), key=os.path.getsize, default=None)
     if "incremental" in which and big:  # the largest JSONL file
         results["incremental"] = bench_incremental(big, work, args)
+    if "incremental-rt" in which:  # the same with the round trip on: an audit's real cost
+        rt_file = os.path.join(args.data, "roundtrip.jsonl")
+        if os.path.exists(rt_file) and args.tokenizer:
+            contract = (CONTRACT_INI.format(**QWEN3) + f"tokaudit_tokenizer = {args.tokenizer}\n"
+                        "tokaudit_roundtrip_rel = 5%\n")
+            results["incremental-rt"] = bench_incremental(rt_file, work, args, contract,
+                                                          "incremental-rt")
+        else:
+            print(f"\n(incremental-rt skipped: no {rt_file} or tokenizer; run generate.py --tokenizer)")
     if "fingerprint" in which and big:
         results["fingerprint"] = bench_fingerprint(big, args)
     rt = os.path.join(args.data, "roundtrip.jsonl")

@@ -6,7 +6,10 @@ An entry is keyed by everything the item's summary depends on, each part checked
   checkout changes those), and their size; a shard's range plus the byte before it (which
   says whether its first line is its own) and the rest of its last line; a compressed
   shard's frames, the data frame before them and the frames up to the first newline after
-  them (``frames.span``);
+  them (``frames.span``), and their size. A remote object is keyed by the version its
+  store gives it on every write (S3's or GCS's ETag, a Hugging Face file's SHA-256:
+  remote.VERSIONS) and its size, and stored only if the store still names that version
+  after the audit; a URL whose server gives none (https) is audited every run;
 - the contract as resolved for its file (after ``pytest_tokaudit_contract`` hooks), every
   key but ``tokaudit_cache_dir``;
 - the tokenizer, if one is set: a SHA-256 of every file in its directory, and the versions
@@ -32,7 +35,8 @@ import os
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from functools import partial
+from typing import Any, Callable
 
 import orjson
 import pytest
@@ -272,22 +276,24 @@ def _make_store(config: pytest.Config) -> Store | None:
 
 
 class Entry:
-    """One audit item's entry: its key, computed before the audit, and its file's stat,
-    which must not change while the item is audited for its summary to be stored."""
+    """One audit item's entry: its key, computed before the audit, and its file's state
+    (a local file's stat, a remote object's version), which must not change while the item
+    is audited for its summary to be stored."""
 
-    def __init__(self, store: Store, key: dict[str, Any], source: Path):
+    def __init__(self, store: Store, key: dict[str, Any], state: Callable[[], Any],
+                 before: Any = None):
         self.store = store
         self.key = orjson.loads(orjson.dumps(key))  # as read back: tuples become lists
         self.name = hashlib.sha256(orjson.dumps(key, option=orjson.OPT_SORT_KEYS)).hexdigest()
-        self.source = source
-        self.stat = _stat(source)
+        self.state = state
+        self.before = state() if before is None else before
 
     def load(self) -> FileSummary | None:
         return self.store.load(self.name, self.key)
 
     def save(self, summary: FileSummary) -> None:
         """Store an audit that ran to the end on bytes that did not change meanwhile."""
-        if summary.read_error or _stat(self.source) != self.stat:
+        if summary.read_error or self.state() != self.before:
             return
         self.store.save(self.name, self.key, summary.to_json())
 
@@ -298,11 +304,11 @@ def _stat(path: Path) -> tuple[int, ...]:
 
 
 def entry_for(item: Any) -> Entry | None:
-    """The cache entry of an AuditItem, or None: the cache is off, the file is remote (an
-    object store's ETag is not always a hash of the bytes), or it cannot be fingerprinted."""
+    """The cache entry of an AuditItem, or None: the cache is off, or the file cannot be
+    fingerprinted (unreadable, or remote with no version that changes on every write)."""
     store = store_for(item.config)
     source = item.source
-    if store is None or not isinstance(source, Path):
+    if store is None:
         return None
     hooks = hooks_key(item.ihook, item.config.rootpath)
     if hooks is None:
@@ -311,33 +317,43 @@ def entry_for(item: Any) -> Entry | None:
     from .reader import is_compressed
 
     parquet = is_parquet(source)
-    try:
-        if parquet or item.shard is None:
-            data = digest_file(source)  # a Parquet shard reads the footer too
-            size = os.stat(source).st_size
-        elif is_compressed(source):  # a run of frames: the frames its lines come from
-            from .frames import span
+    state: Callable[[], Any]
+    if not isinstance(source, Path):
+        # A remote object: the store's version of it (remote.VERSIONS), not its bytes,
+        # which would have to be downloaded to be hashed.
+        if source.version is None:
+            return None
+        fingerprint = ["version", source.version, source.size]
+        state, before = source.current_version, source.version
+    else:
+        try:
+            if parquet or item.shard is None:
+                data = digest_file(source)  # a Parquet shard reads the footer too
+                size = os.stat(source).st_size
+            elif is_compressed(source):  # a run of frames: the frames its lines come from
+                from .frames import span
 
-            lo, hi = span(source, *item.byte_range)
-            data = digest_bytes(source, lo, hi)
-            size = hi - lo  # not the file's: frames added or changed elsewhere do not matter
-        else:
-            start, end = item.byte_range
-            data = digest_range(source, start, end)
-            size = os.stat(source).st_size
-    except OSError:
-        return None  # unreadable: the audit says why
+                lo, hi = span(source, *item.byte_range)
+                data = digest_bytes(source, lo, hi)
+                size = hi - lo  # not the file's: frames changed elsewhere do not matter
+            else:
+                data = digest_range(source, *item.byte_range)
+                size = os.stat(source).st_size
+            fingerprint = ["sha256", data, size]
+            state, before = partial(_stat, source), None
+        except OSError:
+            return None  # unreadable: the audit says why
     key = {
         "item": [item.display, item.shard, list(item.byte_range),
                  None if item.groups is None else list(item.groups)],
-        "data": ["sha256", data, size],
+        "data": fingerprint,
         "contract": contract_key(item.contract),
         "hooks": hooks,
         "code": code_digest(),
         "python": list(sys.version_info[:2]),
         "libraries": _versions("orjson", *(("pyarrow",) if parquet else ())),
     }
-    return Entry(store, key, source)
+    return Entry(store, key, state, before)
 
 
 def reuse(entry: Entry | None) -> FileSummary | None:

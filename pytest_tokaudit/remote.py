@@ -179,6 +179,23 @@ class RemoteFile:
     def cache_key(self) -> tuple:
         return (self.url, self.size, self.tag)
 
+    @property
+    def version(self) -> str | None:
+        """The listing's name for these bytes when the store changes it on every write (see
+        VERSIONS), else None: cache.py reuses a remote file's result only by it."""
+        if protocol(self.url) in ("http", "https") or self.size is None:
+            return None
+        return self.tag if self.tag.partition("=")[0] in VERSIONS else None
+
+    def current_version(self) -> str | None:
+        """The version the store names now (one metadata request), or None."""
+        try:
+            fs, path = filesystem(self.url)
+            fs.invalidate_cache(path)  # the listing's answer is cached: ask again
+            return _tag(fs.info(path))
+        except Exception:  # noqa: BLE001 - unknown now: the result is not stored
+            return None
+
     def open_stream(self) -> "Stream":
         """The file for reading; SourceError (at_open) if it cannot be opened."""
         try:
@@ -305,10 +322,23 @@ class Listing:
         return cls(data[0], [tuple(f) for f in data[1]], list(data[2]))
 
 
+# Listing keys naming one version of an object's bytes: an object store gives a new value
+# on every write (S3's and GCS's ETag, GCS's MD5, a Hugging Face file's LFS SHA-256 or git
+# blob id), so an unchanged value means unchanged bytes, and cache.py may key a file by it.
+# A modification time is not the bytes, and neither is an HTTP server's ETag (weak, or
+# made of mtime and size): those only tell a rewritten file apart within one run.
+VERSIONS = ("lfs.sha256", "blob_id", "ETag", "etag", "md5Hash")
+_TIMES = ("LastModified", "mtime", "updated", "last_commit")
+
+
 def _tag(info: dict[str, Any]) -> str:
-    for key in ("ETag", "etag", "md5Hash", "LastModified", "mtime", "updated", "last_commit"):
+    """`key=value` of the listing field that best names this version of the object."""
+    lfs = info.get("lfs")
+    if isinstance(lfs, dict) and lfs.get("sha256"):
+        return f"lfs.sha256={lfs['sha256']}"
+    for key in VERSIONS[1:] + _TIMES:
         if info.get(key) is not None:
-            return str(info[key])
+            return f"{key}={info[key]}"
     return ""
 
 

@@ -556,3 +556,45 @@ def test_one_file_over_http_and_one_item_by_node_id(one: TokProject, s3: S3, buc
     assert_clean(result)
     assert re.findall(r"^PASSED (.+)$", result.stdout.str(), re.M) == [shard], result.stdout.str()
     result.stdout.fnmatch_lines(["SKIPPED [[]1[]] pytest.ini: partial run*"])
+
+
+def test_an_unchanged_object_reuses_its_result_and_a_rewritten_one_is_audited(
+    one: TokProject, s3: S3, bucket: str
+):
+    """Incremental runs over a bucket (issue #12): an object is keyed by its ETag, which
+    S3 changes on every write; a result is never reused for a rewritten object, and a URL
+    whose server's ETag may not follow the bytes (https) is audited every run."""
+    def lines(ids: range, bad: int | None = None) -> bytes:
+        return b"".join(json.dumps(rec(i, billed=40 if i == bad else None)).encode() + b"\n"
+                        for i in ids)
+
+    s3.put(bucket, "data/a.jsonl", lines(range(1, 6), bad=3))
+    s3.put(bucket, "data/b.jsonl", lines(range(6, 11)))
+    one.ini()
+    url = f"s3://{bucket}/data/"
+    a, b = f"{url}a.jsonl::tokaudit", f"{url}b.jsonl::tokaudit"
+
+    def run() -> tuple[pytest.RunResult, dict]:
+        result = one.run("-rA", "--tokaudit-json=audit.json", paths=(url,))
+        assert_clean(result)
+        return result, json.loads((one.path / "audit.json").read_text())["cache"]
+
+    cold, cache = run()
+    assert cache["items"] == [] and cache["audited"] == [a, b], cache
+    warm, cache = run()
+    assert cache["items"] == [a, b] and cache["audited"] == [], cache
+    assert warm.ret == cold.ret == FAILED
+    assert failure_section(warm, f"{url}a.jsonl") == failure_section(cold, f"{url}a.jsonl")
+    assert outcome_lines(warm) == outcome_lines(cold)
+
+    s3.put(bucket, "data/b.jsonl", lines(range(6, 11), bad=8))  # same size, new bytes
+    changed, cache = run()
+    assert cache["items"] == [a] and cache["audited"] == [b], cache
+    assert f"{url}b.jsonl:3: sample_id=8: count: billed 40, counted 10" in changed.stdout.str()
+
+    http = f"{s3.endpoint}/{bucket}/data/a.jsonl"
+    for _ in range(2):  # (moto serves a signed URL's object; any signature will do)
+        result = one.run("--tokaudit-json=audit.json", paths=(http + "?X-Amz-Signature=x",))
+        assert_clean(result)
+        cache = json.loads((one.path / "audit.json").read_text())["cache"]
+        assert cache["items"] == [] and cache["audited"] == [f"{http}::tokaudit"], cache
