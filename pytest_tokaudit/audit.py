@@ -10,7 +10,7 @@ from .contract import Contract
 from .findings import Finding, as_findings
 from .reader import (
     SKIPPED, AuditedRecord, Lines, LfsPointer, ReadError, Record, Rejected, Unusable,
-    max_line_bytes, parse_line,
+    is_compressed, max_line_bytes, parse_line,
 )
 from .summary import FileSummary, SummaryView
 
@@ -119,13 +119,34 @@ def audit(
     except LfsPointer as exc:
         summary.read_error = str(exc)
     except ReadError as exc:
-        summary.read_error = f"{exc} (after line {lines.lines})"
+        summary.read_error = read_error_text(exc, path, start, end, lines.lines)
     finally:
         summary.lines = lines.lines
         summary.blank += lines.blank
     plain.flush()
     if summary.read_error:
         summary.add_finding(Finding("read", summary.read_error))
+
+
+def read_error_text(exc: Exception, path: Any, start: int, end: int | None, line: int) -> str:
+    """A read error and the file's line after which it happened: a shard's `line` is its
+    own, so the lines before the shard are counted (only now: the shard fails anyway)."""
+    later = ""
+    if end is not None and is_compressed(path):
+        from .frames import boundaries
+
+        bounds = boundaries(path) if isinstance(path, Path) else None
+        if bounds is not None and end < bounds[-1]:  # other shards read the frames after
+            later = ("; the lines of the rest of the damaged frame cannot be counted: later "
+                     "shards number their lines without them")
+    if start:
+        from .collect import rows_before
+
+        try:
+            return f"{exc} (after line {rows_before(path, start) + line}){later}"
+        except (OSError, ReadError):  # not countable: say whose line it is
+            return f"{exc} (after line {line} of the shard){later}"
+    return f"{exc} (after line {line}){later}"
 
 
 def _check_batch(

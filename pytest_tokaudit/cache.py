@@ -4,11 +4,12 @@ An entry is keyed by everything the item's summary depends on, each part checked
 
 - the bytes the item reads: a SHA-256 of them (never a modification time: a fresh CI
   checkout changes those), and their size; a shard's range plus the byte before it (which
-  says whether its first line is its own) and the rest of its last line. A remote object
-  is keyed by the version its store gives it on every write (S3's or GCS's ETag, a Hugging
-  Face file's SHA-256: remote.VERSIONS) and its size, and stored only if the store still
-  names that version after the audit; a URL whose server gives none (https) is audited
-  every run;
+  says whether its first line is its own) and the rest of its last line; a compressed
+  shard's frames, the data frame before them and the frames up to the first newline after
+  them (``frames.span``), and their size. A remote object is keyed by the version its
+  store gives it on every write (S3's or GCS's ETag, a Hugging Face file's SHA-256:
+  remote.VERSIONS) and its size, and stored only if the store still names that version
+  after the audit; a URL whose server gives none (https) is audited every run;
 - the contract as resolved for its file (after ``pytest_tokaudit_contract`` hooks), every
   key but ``tokaudit_cache_dir``;
 - the tokenizer, if one is set: a SHA-256 of every file in its directory, and the versions
@@ -81,6 +82,21 @@ def digest_range(path: Path | str, start: int = 0, end: int | None = None) -> st
             h.update(view[: n if nl < 0 else nl + 1])
             if nl >= 0:
                 break
+    return h.hexdigest()
+
+
+def digest_bytes(path: Path | str, start: int, end: int) -> str:
+    """SHA-256 of the bytes [start, end) of `path`, as they are."""
+    h = hashlib.sha256()
+    with open(path, "rb", buffering=0) as fh:
+        fh.seek(start)
+        left = end - start
+        while left > 0:
+            data = fh.read(min(left, CHUNK))
+            if not data:
+                break
+            h.update(data)
+            left -= len(data)
     return h.hexdigest()
 
 
@@ -298,6 +314,7 @@ def entry_for(item: Any) -> Entry | None:
     if hooks is None:
         return None
     from .parquet import is_parquet
+    from .reader import is_compressed
 
     parquet = is_parquet(source)
     state: Callable[[], Any]
@@ -312,9 +329,17 @@ def entry_for(item: Any) -> Entry | None:
         try:
             if parquet or item.shard is None:
                 data = digest_file(source)  # a Parquet shard reads the footer too
+                size = os.stat(source).st_size
+            elif is_compressed(source):  # a run of frames: the frames its lines come from
+                from .frames import span
+
+                lo, hi = span(source, *item.byte_range)
+                data = digest_bytes(source, lo, hi)
+                size = hi - lo  # not the file's: frames changed elsewhere do not matter
             else:
                 data = digest_range(source, *item.byte_range)
-            fingerprint = ["sha256", data, os.stat(source).st_size]
+                size = os.stat(source).st_size
+            fingerprint = ["sha256", data, size]
             state, before = partial(_stat, source), None
         except OSError:
             return None  # unreadable: the audit says why

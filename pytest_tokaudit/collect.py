@@ -284,21 +284,39 @@ class FileItems(pytest.Collector):
             return
         # Stat, never parse: every xdist worker collects every file and must agree.
         size = self.source_size()
-        if (is_compressed(self.source) or size is None or size <= contract.shard_size
-                or contract.shard_size == 0):
+        if size is None or size <= contract.shard_size or contract.shard_size == 0:
+            ranges = None
+        elif is_compressed(self.source):
+            ranges = self._frame_ranges(contract.shard_size)
+        else:
+            # Equal shards, none over the size: a short last shard would leave a worker idle.
+            n = math.ceil(size / contract.shard_size)
+            ranges = [(i * size // n, (i + 1) * size // n) for i in range(n)]
+        if ranges is None:
             yield self.audit_item.from_parent(self, name="tokaudit", contract=contract)
             return
-        # Equal shards, none over the size: a short last shard would leave a worker idle.
-        n = math.ceil(size / contract.shard_size)
-        for i in range(n):
+        n = len(ranges)
+        for i, byte_range in enumerate(ranges):
             yield self.audit_item.from_parent(
                 self,
                 name=f"tokaudit[shard {i + 1} of {n}]",
                 contract=contract,
                 shard=(i, n),
-                byte_range=(i * size // n, (i + 1) * size // n),
+                byte_range=byte_range,
             )
         yield self.whole_item.from_parent(self, name="tokaudit[file]", contract=contract)
+
+    def _frame_ranges(self, shard_size: int) -> list[tuple[int, int]] | None:
+        """Runs of whole zstd frames or BGZF members (their headers only; a remote file,
+        where each header would be a request, stays whole)."""
+        if not isinstance(self.source, Path):
+            return None
+        from .frames import parts
+
+        try:
+            return parts(self.source, shard_size)
+        except OSError:  # unreadable: its one item says why
+            return None
 
     def _parquet_items(self, contract: Contract) -> Iterator[pytest.Item]:
         # The footer only: the same on every worker, and small.
@@ -396,7 +414,9 @@ class AuditItem(TokauditItem):
             # Reports (with user_properties) travel from xdist workers; config.stash does not.
             # An unfinished audit travels too, marked incomplete: it makes the run partial.
             self.user_properties.append((PROPERTY, summary.to_json()))
-        if self.shard and summary.complete and not is_parquet(self.source):
+        # Not after damage (a corrupt frame): the shard did not count its lines to its end.
+        if (self.shard and summary.complete and not summary.read_error
+                and not is_parquet(self.source)):
             shard_lines(self.source, self.byte_range[0], self.byte_range[1], summary.lines)
         # A shard's allowable findings are judged with the whole file, by [file].
         if summary.failed:
@@ -476,7 +496,8 @@ class DatasetItem(DeferredItem):
 
 def rows_before(path: Any, start: int) -> int:
     """Records before a shard that starts at `start`: a byte offset in JSONL (lines are
-    counted), the rows before it in Parquet (known from the footer at collection)."""
+    counted; in .gz/.zst a frame boundary, and the frames before are inflated), the rows
+    before it in Parquet (known from the footer at collection)."""
     if str(path).endswith(".parquet"):
         return start
     return lines_before(path, start)
@@ -517,6 +538,12 @@ def lines_before(path: Any, offset: int) -> int:
     known = _LINES_AT.get(key, {})
     if offset in known:
         return known[offset]
+    from .reader import is_compressed
+
+    if is_compressed(path):  # `offset` is a frame boundary: the lines the frames inflate to
+        from .frames import lines_before as frame_lines_before
+
+        return frame_lines_before(path, offset)
     marks = _LINE_MARKS.setdefault(key, {0: 0})
     start = max(o for o in marks if o <= offset)
     n = marks[start]

@@ -28,7 +28,7 @@ from typing import Any, Iterator, NamedTuple
 from . import progress
 from .contract import Contract
 from .findings import Finding, as_findings
-from .reader import JSON_WS, LfsPointer, ReadError, _chunks
+from .reader import JSON_WS, LfsPointer, ReadError, _chunks, line_range
 from .summary import FileSummary, SummaryView
 
 ENV = "TOKAUDIT_COLUMNAR"
@@ -110,7 +110,8 @@ def pieces(path: Any, start: int = 0, end: int | None = None, limit: int = 64 <<
     (a longer line of white space only is a blank line, b"\\n"). Raises ReadError/LfsPointer
     as reader._chunks does, after yielding the whole lines read before.
     """
-    chunks = _chunks(path, start, chunk or CHUNK)
+    chunks = _chunks(path, start, chunk or CHUNK, None, end)
+    start, end = line_range(path, start, end)  # a compressed part: its own lines exactly
     buf = bytearray()
     base = 0  # file offset of buf[0], always the start of a line
     if start:
@@ -167,7 +168,7 @@ def pieces(path: Any, start: int = 0, end: int | None = None, limit: int = 64 <<
 def audit_columnar(path: Any, contract: Contract, hook: Any, summary: FileSummary,
                    start: int, end: int | None, how: Plan) -> None:
     """audit.audit's work, chunk by chunk: the same summary, findings and lines."""
-    from .audit import PlainPass
+    from .audit import PlainPass, read_error_text
 
     plain = PlainPass(contract, hook, summary)
     cols = _Columns(contract, how, plain, summary, hook)
@@ -185,7 +186,7 @@ def audit_columnar(path: Any, contract: Contract, hook: Any, summary: FileSummar
     except LfsPointer as exc:
         summary.read_error = str(exc)
     except ReadError as exc:
-        summary.read_error = f"{exc} (after line {line})"
+        summary.read_error = read_error_text(exc, path, start, end, line)
     finally:
         summary.lines = line
         summary.blank += cols.blank

@@ -435,8 +435,9 @@ KEYS: tuple[Key, ...] = (
         "files larger than this many bytes are audited in shards", "int",
         doc="a file larger than this is audited as several items, so xdist spreads it over "
             "workers: equal byte ranges of an uncompressed JSONL file, none larger than this; "
-            "runs of row groups of about this many compressed bytes of a Parquet file. `0` "
-            "never shards"),
+            "runs of whole zstd frames or BGZF members of about this many compressed bytes of "
+            "a `.zst` or `.gz` file (see Data sources); runs of row groups of about this many "
+            "compressed bytes of a Parquet file. `0` never shards"),
     Key("tokaudit_budget", "budget", parse_optional_count, "",
         "dataset: billed tokens summed over all files must not exceed it", "int?",
         doc="dataset: billed tokens summed over every audited record of every file must not exceed it"),

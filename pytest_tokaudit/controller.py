@@ -379,12 +379,15 @@ class Controller:
 
     def line_offsets(self, path: str, parts: list[FileSummary]) -> dict[int | None, int]:
         """Lines before each shard of `path`: added up when every shard from the first is
-        in, counted in the file otherwise, so no line depends on another shard running."""
+        in and read to its end, counted in the file otherwise, so no line depends on another
+        shard running."""
         from .collect import rows_before
         from .remote import source_of
 
         parts = sorted((s for s in parts if s.shard is not None), key=lambda s: s.shard or 0)
-        if [s.shard for s in parts] == list(range(len(parts))):
+        # A shard stopped by damage (a corrupt frame) did not count its lines to its end.
+        if [s.shard for s in parts] == list(range(len(parts))) and not any(
+                s.read_error for s in parts[:-1]):
             out, total = {}, 0
             for s in parts:
                 out[s.shard] = total

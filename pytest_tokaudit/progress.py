@@ -137,9 +137,8 @@ class Progress:
 
     @staticmethod
     def total(item: Any) -> int | None:
-        """The bytes of the file the item reads (its range; the whole file compressed)."""
+        """The bytes of the file the item reads: its range (compressed bytes of .gz, .zst)."""
         from .parquet import is_parquet
-        from .reader import is_compressed
 
         start, end = item.byte_range
         if is_parquet(item.source):
@@ -148,8 +147,6 @@ class Progress:
             size = item.parent.source_size()
         except (OSError, AttributeError):
             size = None
-        if is_compressed(item.source):
-            return size
         stop = end if end is not None else size
         return None if stop is None else stop - start
 

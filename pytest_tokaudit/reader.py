@@ -74,6 +74,12 @@ def is_compressed(path: Path) -> bool:
     return path.name.endswith(COMPRESSED)
 
 
+def line_range(path: Any, start: int, end: int | None) -> tuple[int, int | None]:
+    """The byte range a line cutter applies to `_chunks(path, start, ..., end)`: a
+    compressed file's part comes out as exactly its own lines, a whole stream."""
+    return (0, None) if is_compressed(path) else (start, end)
+
+
 def max_line_bytes(contract: Contract) -> int:
     """The contract's line length limit (a contract key may provide it later)."""
     return contract.max_line_bytes
@@ -153,10 +159,12 @@ def _gzip_chunks(gz: gzip.GzipFile, size: int) -> Iterator[bytes]:
         yield b"".join(out)
 
 
-def _chunks(path: Path, start: int = 0, size: int = BUFFER,
-            meter: Any = None) -> Iterator[bytes | bytearray]:
+def _chunks(path: Path, start: int = 0, size: int = BUFFER, meter: Any = None,
+            end: int | None = None) -> Iterator[bytes | bytearray]:
     """The file's (decompressed) bytes in chunks of about `size`; from `start` - 1 if given.
     `meter.offset` follows the bytes read from the file (compressed ones for .gz, .zst).
+    A compressed file's part (`start`, `end`: frame boundaries) gives exactly the bytes of
+    the lines it owns (see `_part_chunks`): cut them with `line_range`'s (0, None).
 
     Raises ReadError for a file that cannot be opened or read, LfsPointer for a git-lfs
     pointer (checked on the raw bytes, so a pointer named .gz is one too).
@@ -172,7 +180,11 @@ def _chunks(path: Path, start: int = 0, size: int = BUFFER,
             if not start:
                 _check_lfs(fh)
             name = path.name
-            if name.endswith(".gz"):
+            if name.endswith(COMPRESSED) and (start or end is not None):
+                from .frames import part_chunks
+
+                yield from _told(part_chunks(path, fh, start, end, size), fh, meter)
+            elif name.endswith(".gz"):
                 with gzip.GzipFile(fileobj=fh) as gz:
                     yield from _told(_gzip_chunks(gz, size), fh, meter)
             elif name.endswith(".zst"):
@@ -218,8 +230,9 @@ class Lines:
     (line number, size in bytes) for a line longer than `max_line`, which is read past
     without being kept. `lines` and `blank` count physical and blank lines as it goes
     (exact when a ReadError stops it: a line cut short by the error is not counted).
-    Byte ranges are for uncompressed files: a line belongs to the range its first byte
-    is in. Line numbers are relative to the range (1 = its first line).
+    A line belongs to the range its first byte is in; a compressed file's range is one of
+    whole frames (or members) and means the bytes they inflate to (`_part_chunks`). Line
+    numbers are relative to the range (1 = its first line).
     """
 
     def __init__(self, path: Path, start: int = 0, end: int | None = None,
@@ -231,12 +244,13 @@ class Lines:
         self.offset = max(start - 1, 0)  # bytes read from the file so far (progress lines)
 
     def __iter__(self) -> Iterator[tuple[int, bytes | int]]:
-        end, max_line, ws_run = self.end, self.max_line, _WS_RUN
-        chunks = _chunks(self.path, self.start, self.chunk, self)
+        max_line, ws_run = self.max_line, _WS_RUN
+        chunks = _chunks(self.path, self.start, self.chunk, self, self.end)
+        start, end = line_range(self.path, self.start, self.end)
         base = 0  # file offset of chunk[0]
         skip = 0  # where the first line starts in the first chunk
-        if self.start:
-            base = self.start - 1
+        if start:
+            base = start - 1
             for first in chunks:  # the line straddling `start` belongs to the range before
                 skip = first.find(b"\n") + 1
                 if skip:
@@ -331,9 +345,11 @@ def iter_lines(path: Path, start: int = 0, end: int | None = None) -> Iterator[b
     audit reads with Lines.
     """
     pending = bytearray()
+    chunks = _chunks(path, start, BUFFER, None, end)
+    start, end = line_range(path, start, end)
     offset = start - 1 if start else 0  # file offset of pending[0]
     skipping = bool(start)  # the line straddling `start` belongs to the range before
-    for chunk in _chunks(path, start):
+    for chunk in chunks:
         pending += chunk
         at = 0
         if skipping:
