@@ -194,11 +194,32 @@ class JunitNames:
 
 class DeferLast:
     """Deferred items go last, after any reordering plugin: no item that runs in the loop
-    may follow one whose protocol was put off, or pytest's teardown between them breaks."""
+    may follow one whose protocol was put off, or pytest's teardown between them breaks.
+
+    On an xdist worker they run nothing (the controller judges them) but are still sent
+    like any item, and xdist's load scheduler starts each worker with a pair of
+    consecutive items: with the deferred items last, a file of two shards went to one
+    worker as a pair and the other got two deferred items, then idled. There, each
+    deferred item follows a data item instead; its protocol does the teardown between
+    them (Collector.pytest_runtest_protocol)."""
 
     @pytest.hookimpl(trylast=True)
-    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+    def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
         items.sort(key=lambda item: isinstance(item, DeferredItem))
+        if hasattr(config, "workerinput"):
+            items[:] = interleaved(items)
+
+
+def interleaved(items: list[pytest.Item]) -> list[pytest.Item]:
+    """Data items with one deferred item after each, the rest of either kind at the end."""
+    run = [i for i in items if not isinstance(i, DeferredItem)]
+    later = [i for i in items if isinstance(i, DeferredItem)]
+    out: list[pytest.Item] = []
+    for k, item in enumerate(run):
+        out.append(item)
+        if k < len(later):
+            out.append(later[k])
+    return out + later[len(run):]
 
 
 def dataset_items(session: pytest.Session) -> list[DatasetItem]:

@@ -549,6 +549,21 @@ def test_19_failing_shards_do_not_reread_their_file_from_byte_0(gate: Gate):
     )
 
 
+def test_the_two_shards_of_a_file_run_on_two_workers(gate: Gate):
+    """xdist's load scheduler starts each worker with two consecutive items; with the
+    deferred items ([file], the dataset checks) last, both shards of a two-shard file went
+    to one worker and the other idled. Deferred items are interleaved on the workers."""
+    per_shard = 50
+    gate.ini(tokaudit_shard_size=shard_size(per_shard), tokaudit_unique_ids="true")
+    gate.write("data/big.jsonl", b"".join(fixed(rec(i, 10)) for i in range(1, 2 * per_shard + 1)))
+    run = gate.run("-n", "2", "-v")
+    assert_no_internal_error(run)
+    assert run.ret == pytest.ExitCode.OK, run
+    workers = {nodeid: gw for gw, nodeid in
+               re.findall(r"^\[(gw\d)\] .*PASSED (\S+\[shard \d of 2\])", run.out, re.M)}
+    assert len(workers) == 2 and len(set(workers.values())) == 2, (workers, run)
+
+
 # -- case 24: a directory symlink loop -------------------------------------------------------
 
 def test_24_a_symlink_loop_audits_each_real_file_once(gate: Gate, mode: tuple[str, ...]):
