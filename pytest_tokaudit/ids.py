@@ -401,6 +401,7 @@ class IdIndex:
         self._spill = _Spill()
         self._groups: list[tuple[Any, list[int]]] | None = None
         self._told_apart = 0  # distinct ids that shared a (key, check) with another
+        self.overflow: str | None = None  # why the ids could not all be kept (memory)
 
     # -- keys ----------------------------------------------------------------------------
     def key(self, value: Any) -> tuple[bool, float, int]:
@@ -525,8 +526,22 @@ class IdIndex:
         """Fold in the ids of a summary's IDS channel: entries [shard, ids, lines]."""
         from .summary import IDS
 
-        for shard, ids, lines in summary.channels.get(IDS, ()):
-            self.add_ids(summary.path, shard, ids, lines)
+        if self.overflow:
+            return
+        try:
+            for shard, ids, lines in summary.channels.get(IDS, ()):
+                self.add_ids(summary.path, shard, ids, lines)
+        except MemoryError:
+            # Where the allocator says no (ulimit -v, a 32-bit process), the checks fail
+            # naming it rather than the run crashing; under the kernel's OOM killer (Linux
+            # overcommit, a cgroup limit) the process is killed before Python hears of it.
+            kept = self._exact.size + self._hashed.size
+            self._exact, self._hashed = _Table(checked=False), _Table(checked=True)
+            self._dup_exact = (array("d"), array("Q"))
+            self._dup_hashed = (array("d"), array("I"), array("Q"))
+            self._dup_values, self._first_value, self._groups = [], {}, None
+            self.overflow = (f"out of memory folding the record ids of {summary.path} "
+                             f"({kept:,} distinct ids were kept)")
 
     def add_ids(self, path: str, shard: int | None, ids: list[Any], lines: list[int]) -> None:
         """Fold in `ids`, seen at `lines` of (`path`, `shard`)."""

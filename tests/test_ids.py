@@ -405,3 +405,21 @@ def test_chunked_folds_find_what_a_plain_dict_finds(monkeypatch, kind, hashes, c
     assert len(index) == len(everything)
     probe = mixed_ids(rnd, kind, 200)
     assert index.missing(probe) == [v for v in probe if (type(v).__name__, v) not in everything]
+
+
+def test_running_out_of_memory_fails_the_id_checks_instead_of_the_run(monkeypatch, tmp_path):
+    parts = [summary("a.jsonl", [1, 2, 3]), summary("b.jsonl", [3, 4]), summary("c.jsonl", [5])]
+    index = IdIndex()
+    index.add(parts[0])
+    monkeypatch.setattr(ids_module._Table, "merge", lambda *a: (_ for _ in ()).throw(MemoryError()))
+    index.add(parts[1])
+    monkeypatch.undo()
+    index.add(parts[2])  # ignored: the index no longer holds every id
+    assert index.overflow == "out of memory folding the record ids of b.jsonl (3 distinct ids were kept)"
+    outcome = unique_ids(index)
+    assert (outcome.outcome, outcome.message) == ("failed", f"not judged: {index.overflow}")
+    manifest = tmp_path / "m.txt"
+    manifest.write_text("1\n")
+    contract = Contract.from_json({"tokaudit_expected_ids": str(manifest)})
+    (outcome,) = evaluate(standalone_hook(), [], index, contract, None)
+    assert (outcome.outcome, outcome.message) == ("failed", f"not judged: {index.overflow}")
