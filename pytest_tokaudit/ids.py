@@ -19,9 +19,13 @@ as (key, check), 92 bits, and values decide before anything is reported: the ind
 the value of every repeat, and writes each summary's hashed ids to a temporary file (not
 memory), from which the first place's value is read back for the few ids that repeat.
 
-Ids are folded summary by summary: the summary's keys are sorted (cheap when they arrive in
-order, as counters do), repeats within it are found next to each other, and the sorted run
-is merged into partitions of the index, which reports each key it already held as a repeat.
+Ids are folded summary by summary, in chunks of CHUNK ids: a chunk's keys are sorted (cheap
+when they arrive in order, as counters do), repeats within it are found next to each other,
+and the sorted run is merged into partitions of the index, which reports each key it already
+held as a repeat. Chunks bound what the fold builds per id (~200 bytes for a string) to one
+chunk's worth, so the peak is what the index keeps plus a few MB. Ids out of order
+(shuffled, uuids) go in as one sorted run instead: every merge of such a run touches every
+partition, so one per summary.
 """
 
 from __future__ import annotations
