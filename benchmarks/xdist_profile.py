@@ -41,6 +41,26 @@ def pytest_configure(config):
 
 
 @pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    start, cpu = time.time(), time.process_time()
+    try:
+        return (yield)
+    finally:
+        _marks.setdefault("items", []).append(
+            [item.nodeid.rsplit("::", 1)[-1], start, time.time(), time.process_time() - cpu])
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_logreport(report):
+    # The controller's share of each report (summary read, ids folded): on its critical path.
+    cpu = time.process_time()
+    try:
+        return (yield)
+    finally:
+        _marks["reports cpu"] = _marks.get("reports cpu", 0.0) + time.process_time() - cpu
+
+
+@pytest.hookimpl(wrapper=True)
 def pytest_runtestloop(session):
     _marks["loop start"] = time.time()
     try:
@@ -79,6 +99,16 @@ def run(path, n, ini, work):
     for p in procs:
         at = " | ".join(f"{p[c] - t0:.2f}" for c in cols)
         print(f"| {p['role']} | {at} | {p['cpu']:.2f} |")
+    print("\nitems (seconds from the start; CPU s of the item):\n")
+    for p in procs:
+        items = p.get("items", [])
+        busy = sum(end - start for _, start, end, _ in items)
+        span = p["loop end"] - p["loop start"]
+        print(f"- {p['role']}: {len(items)} items, busy {busy:.2f} s of its loop's "
+              f"{span:.2f} s (idle {span - busy:.2f} s)"
+              + (f"; reports handled in {p['reports cpu']:.2f} s CPU" if "reports cpu" in p else ""))
+        for name, start, end, cpu in items:
+            print(f"    {start - t0:6.2f} - {end - t0:6.2f}  {cpu:5.2f}  {name}")
 
 
 def main():

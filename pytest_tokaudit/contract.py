@@ -434,7 +434,8 @@ KEYS: tuple[Key, ...] = (
     Key("tokaudit_shard_size", "shard_size", parse_count, "134217728",
         "files larger than this many bytes are audited in shards", "int",
         doc="a file larger than this is audited as several items, so xdist spreads it over "
-            "workers: equal byte ranges of an uncompressed JSONL file, none larger than this; "
+            "workers: an even number of equal byte ranges of an uncompressed JSONL file, none "
+            "larger than this (an odd number would leave one of two workers idle at the end); "
             "runs of whole zstd frames or BGZF members of about this many compressed bytes of "
             "a `.zst` or `.gz` file (see Data sources); runs of row groups of about this many "
             "compressed bytes of a Parquet file. `0` never shards"),

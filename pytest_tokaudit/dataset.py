@@ -219,6 +219,8 @@ class UniqueIdsCheck:
         index = dataset.ids
         if index is None:
             return Outcome.skipped("no record ids were kept for this run")
+        if index.overflow:
+            return Outcome.failed(f"not judged: {index.overflow}")
         count = index.duplicate_count()
         if not count:
             return Outcome.passed(f"{len(index):,} ids, each once")
@@ -256,6 +258,8 @@ class ExpectedIdsCheck:
         except ValueError as exc:  # a line without a usable id, or no ids at all
             return Outcome.failed(f"cannot use the manifest: {exc}")
         index = dataset.ids
+        if index is not None and index.overflow:
+            return Outcome.failed(f"not judged: {index.overflow}")
         missing = expected if index is None else index.missing(expected)
         if not missing:
             return Outcome.passed(f"all {len(expected):,} expected ids have a record")

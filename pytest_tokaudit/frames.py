@@ -123,8 +123,10 @@ def parts(path: Path, shard_size: int) -> list[tuple[int, int]] | None:
     bounds = boundaries(path)
     if bounds is None or len(bounds) < 3:
         return None
+    from .collect import shard_count
+
     size = bounds[-1]
-    n = math.ceil(size / shard_size)
+    n = shard_count(size, shard_size) if size > shard_size else 1
     cuts = [0]
     for i in range(1, n):
         target = i * size // n

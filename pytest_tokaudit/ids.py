@@ -19,9 +19,13 @@ as (key, check), 92 bits, and values decide before anything is reported: the ind
 the value of every repeat, and writes each summary's hashed ids to a temporary file (not
 memory), from which the first place's value is read back for the few ids that repeat.
 
-Ids are folded summary by summary: the summary's keys are sorted (cheap when they arrive in
-order, as counters do), repeats within it are found next to each other, and the sorted run
-is merged into partitions of the index, which reports each key it already held as a repeat.
+Ids are folded summary by summary, in chunks of CHUNK ids: a chunk's keys are sorted (cheap
+when they arrive in order, as counters do), repeats within it are found next to each other,
+and the sorted run is merged into partitions of the index, which reports each key it already
+held as a repeat. Chunks bound what the fold builds per id (~200 bytes for a string) to one
+chunk's worth, so the peak is what the index keeps plus a few MB. Ids out of order
+(shuffled, uuids) go in as one sorted run instead: every merge of such a run touches every
+partition, so one per summary.
 """
 
 from __future__ import annotations
@@ -48,6 +52,7 @@ from .reader import get_path
 EXACT_INTS = 1 << 53  # ints in [0, EXACT_INTS) are their own key
 MAX_PREFIXES = (1 << 12) - 1  # string prefixes given an exact code; later ones are hashed
 PART = 1 << 14  # entries per partition of the index (a partition splits at twice this)
+CHUNK = 1 << 16  # ids of a summary folded at a time (bounds the fold's own memory)
 
 _DIGITS = "0123456789"
 _CODE_BASE = 0x4340000000000000  # the bit pattern of the float 2**53
@@ -146,32 +151,41 @@ def _check(text: str) -> int:
 class _Spill:
     """Each source's hashed ids, in a temporary file: line -> (tag, text), read back on demand.
 
-    Memory is two ints per source; a section is read only when one of its ids needs its value
-    confirmed (a repeat whose first place came in an earlier summary, a manifest lookup).
+    A section per chunk folded; memory is four ints per section. A section is read only when
+    one of its ids needs its value confirmed (a repeat whose first place came in an earlier
+    chunk or summary, a manifest lookup).
     """
 
     def __init__(self) -> None:
         self.file: Any = None
-        self.at: dict[int, tuple[int, int]] = {}  # source -> (offset, size)
-        self._cache: tuple[int, dict[int, tuple[int, str]]] | None = None
+        self.at: dict[int, list[tuple[int, int, int, int]]] = {}  # source -> [(offset, size, min line, max line)]
+        self._cache: tuple[int, int, dict[int, tuple[int, str]]] | None = None
 
-    def write(self, source: int, lines: Iterable[int], values: list[Any], all_str: bool) -> None:
+    def write(self, source: int, lines: array, values: list[Any], all_str: bool) -> None:
         texts = values if all_str else list(map(_text, values))
         tags = None if all_str else list(map(_tag, values))
         try:
-            blob = orjson.dumps([list(lines), tags, texts])
+            blob = orjson.dumps([lines.tolist(), tags, texts])
         except orjson.JSONEncodeError:  # lone surrogates from the stdlib reader's fallback
-            blob = json.dumps([list(lines), tags, texts]).encode()
+            blob = json.dumps([lines.tolist(), tags, texts]).encode()
         if self.file is None:
             self.file = tempfile.TemporaryFile(prefix="tokaudit-ids-")
         self.file.seek(0, 2)
-        self.at[source] = (self.file.tell(), len(blob))
+        self.at.setdefault(source, []).append((self.file.tell(), len(blob), min(lines), max(lines)))
         self.file.write(blob)
 
-    def read(self, source: int) -> dict[int, tuple[int, str]]:
-        if self._cache is not None and self._cache[0] == source:
-            return self._cache[1]
-        offset, size = self.at[source]
+    def get(self, source: int, line: int) -> tuple[int, str]:
+        """(tag, text) of the hashed id at `line` of `source`."""
+        for k, (offset, size, lo, hi) in enumerate(self.at[source]):
+            if lo <= line <= hi:
+                found = self._section(source, k, offset, size).get(line)
+                if found is not None:
+                    return found
+        raise KeyError((source, line))
+
+    def _section(self, source: int, k: int, offset: int, size: int) -> dict[int, tuple[int, str]]:
+        if self._cache is not None and self._cache[:2] == (source, k):
+            return self._cache[2]
         self.file.seek(offset)
         blob = self.file.read(size)
         try:
@@ -179,7 +193,7 @@ class _Spill:
         except orjson.JSONDecodeError:
             lines, tags, texts = json.loads(blob)
         section = dict(zip(lines, zip(tags or repeat(_TAG_STR), texts)))
-        self._cache = (source, section)
+        self._cache = (source, k, section)
         return section
 
 
@@ -391,6 +405,7 @@ class IdIndex:
         self._spill = _Spill()
         self._groups: list[tuple[Any, list[int]]] | None = None
         self._told_apart = 0  # distinct ids that shared a (key, check) with another
+        self.overflow: str | None = None  # why the ids could not all be kept (memory)
 
     # -- keys ----------------------------------------------------------------------------
     def key(self, value: Any) -> tuple[bool, float, int]:
@@ -515,8 +530,22 @@ class IdIndex:
         """Fold in the ids of a summary's IDS channel: entries [shard, ids, lines]."""
         from .summary import IDS
 
-        for shard, ids, lines in summary.channels.get(IDS, ()):
-            self.add_ids(summary.path, shard, ids, lines)
+        if self.overflow:
+            return
+        try:
+            for shard, ids, lines in summary.channels.get(IDS, ()):
+                self.add_ids(summary.path, shard, ids, lines)
+        except MemoryError:
+            # Where the allocator says no (ulimit -v, a 32-bit process), the checks fail
+            # naming it rather than the run crashing; under the kernel's OOM killer (Linux
+            # overcommit, a cgroup limit) the process is killed before Python hears of it.
+            kept = self._exact.size + self._hashed.size
+            self._exact, self._hashed = _Table(checked=False), _Table(checked=True)
+            self._dup_exact = (array("d"), array("Q"))
+            self._dup_hashed = (array("d"), array("I"), array("Q"))
+            self._dup_values, self._first_value, self._groups = [], {}, None
+            self.overflow = (f"out of memory folding the record ids of {summary.path} "
+                             f"({kept:,} distinct ids were kept)")
 
     def add_ids(self, path: str, shard: int | None, ids: list[Any], lines: list[int]) -> None:
         """Fold in `ids`, seen at `lines` of (`path`, `shard`)."""
@@ -529,24 +558,49 @@ class IdIndex:
         if not ids:
             return
         self._groups = None
+        # A chunk at a time: what folding builds per id (keys, prefixes, numbers: ~200 bytes
+        # for a string id) then lives for one chunk, not for the whole summary, so the peak
+        # stays near what the index keeps. A repeat across chunks is found by the table, as
+        # one across summaries is. But each merge of ids out of order (shuffled, uuids)
+        # touches every partition of the table: those go in as one sorted run, one pass, as
+        # soon as a chunk shows them (the first is looked at before anything is folded).
+        a, n = 0, len(ids)
+        if n > CHUNK and self._in_order(ids[:CHUNK]):
+            while a < n and self._add_chunk(path, fi, ids[a:a + CHUNK], lines[a:a + CHUNK]):
+                a += CHUNK
+            a += CHUNK  # past the end, or past a chunk out of order: the rest in one run
+        if a < n:
+            self._add_chunk(path, fi, ids[a:], lines[a:])
+
+    def _in_order(self, ids: list[Any]) -> bool:
+        """Whether the keys of `ids` are strictly increasing (in each table)."""
+        (ek, _), (hk, _, _) = self._keys(ids)
+        return all(map(lt, ek, islice(ek, 1, None))) and all(map(lt, hk, islice(hk, 1, None)))
+
+    def _add_chunk(self, path: str, fi: int, ids: list[Any], lines: list[int]) -> bool:
+        """Fold in one chunk; whether its keys came in order (no sort was needed)."""
         try:
             line_at = array("I", lines)
         except OverflowError:
             raise ValueError(f"{path}: a line number out of range") from None
         (ek, e_at), (hk, hc, h_at) = self._keys(ids)
+        in_order = True
         if len(ek):
             ls = line_at if e_at is None else array("I", _take(line_at, e_at))
-            self._fold(self._exact, ek, None, ls, fi, None)
+            in_order = self._fold(self._exact, ek, None, ls, fi, None)
         if len(hk):
             ls = line_at if h_at is None else array("I", _take(line_at, h_at))
             values = ids if h_at is None else list(_take(ids, h_at))
             self._spill.write(fi, ls, values, all(map(str.__instancecheck__, values)))
-            self._fold(self._hashed, hk, hc, ls, fi, (ids, lines))
+            in_order = self._fold(self._hashed, hk, hc, ls, fi, (ids, lines)) and in_order
+        return in_order
 
     def _fold(self, table: _Table, ks: array, cs: array | None, ls: array, fi: int,
-              source: tuple[list[Any], list[int]] | None) -> None:
-        """Fold one summary's keys into `table`; `ls` their lines; `source` for the values."""
-        if not all(map(lt, ks, islice(ks, 1, None))):  # not strictly increasing: sort
+              source: tuple[list[Any], list[int]] | None) -> bool:
+        """Fold keys into `table`; `ls` their lines; `source` for the values. Whether the
+        keys came in order."""
+        in_order = all(map(lt, ks, islice(ks, 1, None)))
+        if not in_order:  # not strictly increasing: sort
             order = sorted(range(len(ks)), key=ks.__getitem__)
             ks = array("d", _take(ks, order))
             if cs is None:
@@ -562,6 +616,7 @@ class IdIndex:
         value = _Values(source)
         for i in table.merge(ks, cs, ps):
             self._repeat(table, ks[i], cs[i] if cs is not None else 0, ps[i], value(ps[i]))
+        return in_order
 
     def _repeats(self, table: _Table, ks: array, cs: array | None, ps: array,
                  source: tuple[list[Any], list[int]] | None, same: list[int]) -> tuple:
@@ -632,8 +687,8 @@ class IdIndex:
                 continue
             confirm.setdefault(place >> 32, []).append((n, value, place & 0xFFFFFFFF))
         for source in sorted(confirm):
-            section = self._spill.read(source)
-            out += [(n, v) for n, v, line in confirm[source] if section[line] != _ident(v)]
+            out += [(n, v) for n, v, line in sorted(confirm[source], key=itemgetter(2))
+                    if self._spill.get(source, line) != _ident(v)]
         return [value for _, value in sorted(out, key=itemgetter(0))]
 
     def where(self, place: int) -> str:
@@ -666,9 +721,8 @@ class IdIndex:
                 unknown.setdefault(first >> 32, []).append(first)
         known = dict(self._first_value)
         for source in sorted(unknown):
-            section = self._spill.read(source)
-            for first in unknown[source]:
-                known[first] = _value(section[first & 0xFFFFFFFF])
+            for first in sorted(unknown[source]):
+                known[first] = _value(self._spill.get(source, first & 0xFFFFFFFF))
         told_apart = 0
         for pair, others in by_pair.items():  # values decide: equal keys and checks are not enough
             first = firsts[pair]

@@ -22,12 +22,12 @@ The three failed items are in three different files, so a file names a failure h
 
 from __future__ import annotations
 
-import math
 import re
 
 import pytest
 
 from conftest import rec
+from pytest_tokaudit.collect import shard_count
 from test_gate import Gate, Run, assert_clean, ds, gate, ids_text  # noqa: F401 (gate: fixture)
 
 PATHS = ("data/a.jsonl", "data/x.jsonl", "data/big.jsonl", "tests")  # not data/sub: partial
@@ -72,7 +72,7 @@ def plain_run(gate: Gate, mode: tuple[str, ...]) -> Run:
         "import pytest\n\ndef test_plain():\n    pass\n\n"
         "def test_skipped():\n    pytest.skip('not today')\n"
     ))
-    shards = math.ceil(big.stat().st_size / 1000)
+    shards = shard_count(big.stat().st_size, 1000)
     assert shards >= 3
     run = gate.run(*mode, paths=PATHS)
     assert_clean(run)

@@ -7,7 +7,6 @@ asserts the same outcome and the same lines in both modes.
 from __future__ import annotations
 
 import json
-import math
 import os
 import re
 import stat
@@ -26,6 +25,7 @@ from conftest import (
     summary_rows,
     summary_section,
 )
+from pytest_tokaudit.collect import shard_count
 
 OK, FAILED, USAGE = 0, 1, 4
 
@@ -642,7 +642,7 @@ def _shard_of_line(records: list, line: int) -> int:
     """1-based shard a line falls in: the one holding its first byte (n equal shards)."""
     start = len(jsonl_bytes(records[: line - 1])) if line > 1 else 0
     size = len(jsonl_bytes(records))
-    n = math.ceil(size / SHARD_SIZE)
+    n = shard_count(size, SHARD_SIZE)
     return next(i for i in range(n, 0, -1) if (i - 1) * size // n <= start)
 
 
@@ -652,7 +652,7 @@ def test_sharded_file_reports_like_the_whole_file(project):
     records = _shard_records()
     project.jsonl("data/whole/big.jsonl", records)
     big = project.jsonl("data/sharded/big.jsonl", records)
-    n = math.ceil(big.stat().st_size / SHARD_SIZE)
+    n = shard_count(big.stat().st_size, SHARD_SIZE)
     assert n >= 4
     bad_shards = {_shard_of_line(records, line) for line in (5, 41, 78)}
     assert len(bad_shards) == 3
@@ -746,7 +746,7 @@ def test_sharded_file_is_judged_with_its_own_conftest(project):
     project.jsonl("data/loose/big.jsonl", breaches)   # 2 breaches, 5 allowed: passes
     project.jsonl("data/checked/big.jsonl", clean)    # its conftest's file check fails it
     big = project.jsonl("data/plain/big.jsonl", clean)  # no conftest: passes
-    n = math.ceil(big.stat().st_size / SHARD_SIZE)
+    n = shard_count(big.stat().st_size, SHARD_SIZE)
     assert n >= 4
 
     result = project.run("-rA")

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import html
 import json
-import math
 import re
 import sys
 import xml.etree.ElementTree as ET
@@ -36,6 +35,7 @@ from typing import Iterable
 import pytest
 
 from conftest import UNRELATED_PLUGINS, TokProject, failure_sections, jsonl_bytes, rec, summary_rows
+from pytest_tokaudit.collect import shard_count
 
 FAILED = pytest.ExitCode.TESTS_FAILED
 OK = pytest.ExitCode.OK
@@ -257,7 +257,7 @@ def feature_dataset(gate: Gate) -> list[str]:
     gate.jsonl("data/part2/c.jsonl", [rec(40, 10), rec(41, 10, 30)] + [rec(i, 10) for i in range(42, 45)])
     gate.jsonl("scratch/old.jsonl", [rec(1, 10, 99)])  # a broken leftover, outside testpaths
     gate.write("manifest.txt", ids_text(range(1, 45)))
-    n = math.ceil(big.stat().st_size / SHARD)
+    n = shard_count(big.stat().st_size, SHARD)
     assert n >= 3
     return list(feature_expected(n))
 
@@ -279,7 +279,7 @@ def feature_expected(shards: int) -> dict[str, str]:
 
 
 def feature_shards(gate: Gate) -> int:
-    return math.ceil((gate.path / "data/part1/big.jsonl").stat().st_size / SHARD)
+    return shard_count((gate.path / "data/part1/big.jsonl").stat().st_size, SHARD)
 
 
 # -- collected items: listing, progress, selection -------------------------------------------
@@ -652,7 +652,7 @@ def test_report_plugins_count_what_the_terminal_counts(gate: Gate):
     )
     assert_clean(run)
     assert run.ret == FAILED, run
-    n = math.ceil(big.stat().st_size / 1000)
+    n = shard_count(big.stat().st_size, 1000)
     got = run.outcomes()
     assert [got[f"data/big.jsonl::tokaudit[shard {i} of {n}]"] for i in range(1, n + 1)] == ["PASSED"] * n
     assert got["data/big.jsonl::tokaudit[file]"] == "FAILED", run
@@ -756,7 +756,7 @@ def test_skip_markers_on_audit_items_skip_them_and_make_the_run_partial(gate: Ga
     assert_clean(run)
     assert run.outcome("data/a.jsonl::tokaudit") == "SKIPPED", run  # skip
     assert run.outcome("data/b.jsonl::tokaudit") == "SKIPPED", run  # skipif
-    n = math.ceil(big.stat().st_size / SHARD)
+    n = shard_count(big.stat().st_size, SHARD)
     assert run.outcome(f"data/big.jsonl::tokaudit[shard {n} of {n}]") == "PASSED", run
     assert_no_dataset_pass(run)
     assert_skipped_partial(run, "budget", "unique_ids", "expected_ids")

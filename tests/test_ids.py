@@ -335,3 +335,91 @@ def test_memory_per_id_and_repeats(kind, limit):
     assert len(index) == N and index.extra_records() == N
     per_repeat = 24 if kind != "opaque" else 24 + 10  # hashed repeats keep their value
     assert (twice - once) / N <= per_repeat, f"{(twice - once) / N:.1f} bytes per repeat"
+
+
+# -- issue #13: folding in chunks ----------------------------------------------------------------
+
+def naive_duplicates(parts: list[FileSummary]) -> list[tuple[object, list[str]]]:
+    """What unique_ids must report, from a plain dict of (type, value) -> places."""
+    places: dict[tuple[str, object], list[tuple[str, int]]] = {}
+    for s in parts:
+        for _, ids, lines in s.channels[IDS]:
+            for value, line in zip(ids, lines):
+                places.setdefault((type(value).__name__, value), []).append((s.path, line))
+    groups = [(value, sorted(where)) for (_, value), where in places.items() if len(where) > 1]
+    groups.sort(key=lambda g: g[1][0])
+    return [(value, [f"{p}:{line}" for p, line in where]) for value, where in groups]
+
+
+def mixed_ids(rnd: random.Random, kind: str, n: int) -> list:
+    pool = {  # ids drawn at random from a range: most come once, some twice or more
+        "int": lambda: rnd.randrange(3 * n),
+        "str": lambda: f"sample-{rnd.randrange(3 * n):06d}",
+        "opaque": lambda: f"u{rnd.randrange(3 * n):x}z",
+        "mixed": lambda: rnd.choice([rnd.randrange(3 * n), f"s-{rnd.randrange(3 * n)}",
+                                     str(rnd.randrange(3 * n)), -rnd.randrange(1, n),
+                                     2**64 + rnd.randrange(n), f"k{rnd.randrange(n)}"]),
+    }
+    if kind.endswith("runs"):  # counting up in runs that overlap: chunks in order, repeats across them
+        out: list = []
+        while len(out) < n:
+            start = rnd.randrange(2 * n)
+            out += [i if kind == "int runs" else f"sample-{i:06d}" for i in range(start, start + 40)]
+        return out[:n]
+    return [pool[kind]() for _ in range(n)]
+
+
+HASHES = {  # hash_str, check_str: the defaults, and tiny ones that force collisions
+    "default": {},
+    "2-bit key": {"hash_str": lambda t: hash(t) & 3},
+    "2-bit key and check": {"hash_str": lambda t: hash(t) & 3, "check_str": lambda t: len(t) & 1},
+    "one key and check": {"hash_str": lambda t: 0, "check_str": lambda t: 0},
+}
+
+
+@pytest.mark.parametrize("hashes", HASHES)
+@pytest.mark.parametrize("kind", ["int", "str", "opaque", "mixed", "int runs", "str runs"])
+@pytest.mark.parametrize("chunk", [1, 7, 16, 1 << 16])
+def test_chunked_folds_find_what_a_plain_dict_finds(monkeypatch, kind, hashes, chunk):
+    """Summaries folded a chunk at a time (repeats within a chunk, across chunks of one summary
+    and across summaries) report the same ids, places, counts and missing ids as a dict."""
+    monkeypatch.setattr(ids_module, "CHUNK", chunk)
+    rnd = random.Random(f"{kind}{hashes}{chunk}")
+    n = 300
+    parts = []
+    for k in range(4):
+        ids = mixed_ids(rnd, kind, n)
+        lines = sorted(rnd.sample(range(1 + 5 * n * k, 5 * n * (k + 1)), n))  # distinct places
+        if k == 2:  # shuffled lines within a summary: a summary need not be in line order
+            order = list(range(n))
+            rnd.shuffle(order)
+            ids, lines = [ids[i] for i in order], [lines[i] for i in order]
+        parts.append(summary(f"{'ab'[k % 2]}.jsonl", ids, lines, shard=k))
+    index = index_of(*parts, **HASHES[hashes])
+    expected = naive_duplicates(parts)
+    assert expected, "the data must hold repeats"
+    assert index.duplicates() == expected
+    assert index.duplicate_count() == len(expected)
+    assert index.extra_records() == sum(len(p) - 1 for _, p in expected)
+    everything = {(type(v).__name__, v) for s in parts for v in s.channels[IDS][0][1]}
+    assert len(index) == len(everything)
+    probe = mixed_ids(rnd, kind, 200)
+    assert index.missing(probe) == [v for v in probe if (type(v).__name__, v) not in everything]
+
+
+def test_running_out_of_memory_fails_the_id_checks_instead_of_the_run(monkeypatch, tmp_path):
+    parts = [summary("a.jsonl", [1, 2, 3]), summary("b.jsonl", [3, 4]), summary("c.jsonl", [5])]
+    index = IdIndex()
+    index.add(parts[0])
+    monkeypatch.setattr(ids_module._Table, "merge", lambda *a: (_ for _ in ()).throw(MemoryError()))
+    index.add(parts[1])
+    monkeypatch.undo()
+    index.add(parts[2])  # ignored: the index no longer holds every id
+    assert index.overflow == "out of memory folding the record ids of b.jsonl (3 distinct ids were kept)"
+    outcome = unique_ids(index)
+    assert (outcome.outcome, outcome.message) == ("failed", f"not judged: {index.overflow}")
+    manifest = tmp_path / "m.txt"
+    manifest.write_text("1\n")
+    contract = Contract.from_json({"tokaudit_expected_ids": str(manifest)})
+    (outcome,) = evaluate(standalone_hook(), [], index, contract, None)
+    assert (outcome.outcome, outcome.message) == ("failed", f"not judged: {index.overflow}")

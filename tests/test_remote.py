@@ -32,6 +32,7 @@ from conftest import (
     summary_rows,
     summary_section,
 )
+from pytest_tokaudit.collect import shard_count
 
 boto3 = pytest.importorskip("boto3")
 moto_server = pytest.importorskip("moto.server")
@@ -551,7 +552,7 @@ def test_one_file_over_http_and_one_item_by_node_id(one: TokProject, s3: S3, buc
     assert "pytest.ini::tokaudit::coverage: passed: 1 data file (5 records)" in result.stdout.str()
     big = b"".join(json.dumps(rec(i)).encode() + b"\n" for i in range(1, 101))
     s3.put(bucket, "big/b.jsonl", big)
-    shard = f"s3://{bucket}/big/b.jsonl::tokaudit[shard 2 of {-(-len(big) // 2000)}]"
+    shard = f"s3://{bucket}/big/b.jsonl::tokaudit[shard 2 of {shard_count(len(big), 2000)}]"
     result = one.run("-rA", "-o", "tokaudit_shard_size=2000", paths=(shard,))
     assert_clean(result)
     assert re.findall(r"^PASSED (.+)$", result.stdout.str(), re.M) == [shard], result.stdout.str()
