@@ -176,6 +176,13 @@ class Controller:
             self.index.add(summary)
             if not self.keep_ids:
                 summary.channels.pop(IDS, None)  # folded; only merge needs them
+        if self.keep_ids and IDS in summary.channels:
+            # Only the JSON report still needs them: packed as they arrive (a few objects per
+            # file for counter ids, not one per record); pack_runs leaves packed runs as they are.
+            from .jsonreport import pack_runs
+
+            summary.channels[IDS] = [[shard, pack_runs(ids), pack_runs(lines)]
+                                     for shard, ids, lines in summary.channels[IDS]]
 
     # -- the run loop ---------------------------------------------------------------------
     @pytest.hookimpl(wrapper=True)

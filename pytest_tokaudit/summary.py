@@ -16,8 +16,17 @@ WORST = 5
 PROPERTY = "tokaudit"  # the user_properties name a summary travels under
 # The channel of record ids (dataset.IdsChannel fills it; ids.IdIndex reads it): entries
 # [shard, ids, lines], lines relative to the shard until rebase() makes them the file's.
+# The controller folds them into its id index and drops them, or, for --tokaudit-json,
+# keeps them packed as runs (jsonreport.pack_runs).
 IDS = "ids"
 _BIG_INT = re.compile(rb"\d{20}")
+
+
+def _shifted(lines: list[Any], offset: int) -> list[Any]:
+    """Line numbers `offset` later; runs packed by jsonreport.pack_runs ({"from", "n"},
+    which the controller keeps for the JSON report) shift their first line."""
+    return [v + offset if type(v) is int else {"from": v["from"] + offset, "n": v["n"]}
+            for v in lines]
 
 
 def _RANK(entry: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -194,7 +203,7 @@ class FileSummary:
     def rebase(self, offset: int) -> None:
         """Make a shard's relative line numbers absolute: `offset` lines come before it."""
         if IDS in self.channels:
-            self.channels[IDS] = [[None, ids, [line + offset for line in lines] if offset else lines]
+            self.channels[IDS] = [[None, ids, _shifted(lines, offset) if offset else lines]
                                   for _, ids, lines in self.channels[IDS]]
         if not offset:
             return

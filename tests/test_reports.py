@@ -433,3 +433,34 @@ def test_a_bad_run_is_named(report: dict, pytester: pytest.Pytester):
     save(pytester, "bad.json", data)
     with pytest.raises(jsonreport.ReportError, match=r"channels.ids\[0\]\[1\]\[0\] must be "):
         jsonreport.load(pytester.path / "bad.json")
+
+
+def test_the_controller_keeps_a_files_ids_packed_for_the_json_report(pytester: pytest.Pytester):
+    """With --tokaudit-json the controller keeps each file's ids for the report. They are
+    packed as runs when the summary arrives, not at the end: a file of counter ids is a
+    few objects on the controller, not a Python object per record (issue #13's 100M ids).
+    The report reads back the same ids and lines; a sharded file's runs shift their lines."""
+    from pytest_tokaudit.controller import CONTROLLER
+
+    pytester.makeini("[pytest]\ntokaudit_unique_ids = true\ntokaudit_shard_size = 20000\n")
+    records = [rec(i) for i in range(1, 1001)]
+    data = b"".join(json.dumps(r).encode() + b"\n" for r in records)
+    assert len(data) > 2 * 20000  # sharded
+    (pytester.path / "data").mkdir()
+    (pytester.path / "data" / "a.jsonl").write_bytes(data)
+    reprec = pytester.inline_run("--tokaudit", "--tokaudit-json=r.json", "-p", "no:cacheprovider",
+                                 "-p", "no:randomly", "data")
+    assert not reprec.getfailures()
+    controller = reprec.getcalls("pytest_unconfigure")[0].config.stash[CONTROLLER]
+    shards = list(controller.summaries.values())
+    assert len(shards) > 2
+    for summary in shards:
+        for _, ids, lines in summary.channels["ids"]:
+            assert len(ids) <= 2 and len(lines) <= 2, (ids, lines)  # runs, not records
+    report = json.loads((pytester.path / "r.json").read_text())
+    (entry,) = report["files"]
+    v = jsonreport._Checker("r.json")
+    got = [(i, line) for _, ids, lines in entry["channels"]["ids"]
+           for i, line in zip(jsonreport.unpack_runs(ids, "ids", v),
+                              jsonreport.unpack_runs(lines, "lines", v))]
+    assert got == [(i, i) for i in range(1, 1001)]
