@@ -213,7 +213,7 @@ class DeferLast:
 def interleaved(items: list[pytest.Item]) -> list[pytest.Item]:
     """Data items with one deferred item after each, the rest of either kind at the end."""
     run = [i for i in items if not isinstance(i, DeferredItem)]
-    later = [i for i in items if isinstance(i, DeferredItem)]
+    later: list[pytest.Item] = [i for i in items if isinstance(i, DeferredItem)]
     out: list[pytest.Item] = []
     for k, item in enumerate(run):
         out.append(item)
