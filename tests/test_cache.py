@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import TokProject, assert_no_crash, failure_section, rec, summary_section
+from conftest import XDIST_MODES, TokProject, assert_no_crash, failure_section, rec, summary_section
 
 from pytest_tokaudit.cache import digest_range
 
@@ -74,6 +74,12 @@ def dataset(project: TokProject) -> TokProject:
     project.jsonl("data/big.jsonl", [good(i) for i in range(10, 30)])  # ~2 KB: 4 shards
     project.jsonl("data/c.jsonl.gz", [good(i) for i in range(30, 35)])
     return project
+
+
+# The key's parts and the flags are judged by the same code in a worker as in one process;
+# xdist's part (workers writing and reading entries) is held by the second-run, changed-file,
+# changed-shard and failures-file tests, which run in both modes. These run in one.
+ONE_PROCESS = pytest.mark.parametrize("xdist_mode", [XDIST_MODES["no-xdist"]], ids=["no-xdist"])
 
 
 def test_a_second_run_on_unchanged_data_audits_no_record(dataset: TokProject):
@@ -145,6 +151,7 @@ def test_a_changed_shard_is_audited_again_alone(dataset: TokProject):
     result.stdout.fnmatch_lines(["FAILED data/big.jsonl::tokaudit[[]file[]] - 1 of 20 audited *"])
 
 
+@ONE_PROCESS
 def test_a_changed_contract_or_hook_invalidates(dataset: TokProject):
     dataset.run()
     assert audited(dataset) == 33
@@ -172,6 +179,7 @@ def pytest_tokaudit_contract(path, contract):
     assert audited(dataset) == 33
 
 
+@ONE_PROCESS
 def test_a_corrupt_or_foreign_entry_is_ignored(dataset: TokProject):
     dataset.run()
     assert audited(dataset) == 33
@@ -211,6 +219,7 @@ def test_a_corrupt_or_foreign_entry_is_ignored(dataset: TokProject):
     assert audited(dataset) == 5
 
 
+@ONE_PROCESS
 def test_cache_clear_no_cache_and_no_cacheprovider(dataset: TokProject):
     dataset.run()
     assert audited(dataset) == 33
@@ -230,6 +239,7 @@ def test_cache_clear_no_cache_and_no_cacheprovider(dataset: TokProject):
     assert audited(dataset) == 33 - 5
 
 
+@ONE_PROCESS
 def test_tokaudit_cache_dir(dataset: TokProject):
     ini = dataset.path / "pytest.ini"
     ini.write_text(ini.read_text() + "tokaudit_cache_dir = ci-cache\n")
@@ -306,6 +316,7 @@ def test_digest_range_covers_what_a_shard_reads(tmp_path: Path):
     assert digest_range(path) == digest_range(path, 0, None)
 
 
+@ONE_PROCESS
 def test_parquet_row_group_shards_are_cached(project: TokProject):
     pa = pytest.importorskip("pyarrow")
     pq = pytest.importorskip("pyarrow.parquet")

@@ -221,7 +221,12 @@ def test_the_same_corpus_gives_the_same_audit_locally_and_from_a_bucket(
     assert f"audited to the end under the rootdir, {url}/" in text
 
 
-@pytest.mark.parametrize("where", ["testpaths", "both"])
+# Under xdist what differs is how workers get the listing (workerinput): "testpaths" holds
+# that; "both" (a URL on the command line too) is the same listing, in one process.
+@pytest.mark.parametrize("where, xdist_mode", [
+    ("testpaths", XDIST_MODES["no-xdist"]), ("testpaths", XDIST_MODES["xdist-2"]),
+    ("both", XDIST_MODES["no-xdist"]),
+], ids=["testpaths-no-xdist", "testpaths-xdist-2", "both-no-xdist"])
 def test_a_url_in_testpaths_is_the_dataset(project: TokProject, s3: S3, bucket: str, where: str):
     s3.put(bucket, "data/a.jsonl", b"\n".join(json.dumps(rec(i)).encode() for i in range(1, 6)))
     testpaths = f"s3://{bucket}/data" if where == "testpaths" else f"local s3://{bucket}/data"
