@@ -30,7 +30,7 @@ from .reader import (
     TextRecord,
     Unusable,
     _set,
-    read_only,
+    ReadOnlyRecord,
     sum_terms,
     _count_problem,
     _id_problem,
@@ -103,22 +103,12 @@ def parts(path: Any, shard_bytes: int) -> list[tuple[int, int, int]] | None:
     return out if len(out) > 1 else None
 
 
-class ArrowRecord:
+class ArrowRecord(ReadOnlyRecord):
     """A row as the checks see it, from column-wise facts; its values are read on demand."""
 
     __slots__ = ("line", "id", "count", "n_ids", "last_id", "_hits", "_ids_col", "_row",
                  "_batch", "_ids")
-    # Read-only, as reader.Record's: properties to a type checker, plain slots set through
-    # object.__setattr__ at run time, and any other set raises.
     if TYPE_CHECKING:
-        @property
-        def line(self) -> int: ...
-        @property
-        def id(self) -> str | int | None: ...
-        @property
-        def count(self) -> int: ...
-        @property
-        def n_ids(self) -> int: ...
         @property
         def last_id(self) -> int | None: ...
     _ids: list[int] | None
@@ -140,12 +130,6 @@ class ArrowRecord:
         _set(self, "_batch", batch)
         _set(self, "_row", row)
         _set(self, "_ids", None)
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        read_only(name)
-
-    def __delattr__(self, name: str) -> None:
-        read_only(name)
 
     @property
     def ids(self) -> list[int]:

@@ -450,18 +450,13 @@ def read_only(name: str) -> NoReturn:
                          "findings, e.g. record.finding(check, message)")
 
 
-class Record:
-    """One audited record: its line, parsed object, id, billed count and token ids.
+class ReadOnlyRecord:
+    """The base of the records hooks get (Record, parquet's ArrowRecord): read-only to a
+    type checker (properties) and at run time (any set raises). A subclass keeps its values
+    in plain slots, set with object.__setattr__, so every read stays as cheap as a slot."""
 
-    On the fast path the ids stay as the JSON text of the array (fastids.IdsText):
-    counting, membership and the last id need no Python int per id. `ids` (and `data`)
-    parse them on first use, so a check that wants the list still gets it.
-    """
-
-    __slots__ = ("line", "_data", "id", "count", "_ids", "_text", "n_ids", "_key")
-    # Read-only: to a type checker (Final) and at run time (__setattr__ raises). The reader
-    # sets the slots with object.__setattr__; plain slots keep every read as cheap as it was.
-    if TYPE_CHECKING:  # read-only attributes to a type checker; plain slots at run time
+    __slots__ = ()
+    if TYPE_CHECKING:
         @property
         def line(self) -> int: ...
         @property
@@ -470,6 +465,23 @@ class Record:
         def count(self) -> int: ...
         @property
         def n_ids(self) -> int: ...
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        read_only(name)
+
+    def __delattr__(self, name: str) -> None:
+        read_only(name)
+
+
+class Record(ReadOnlyRecord):
+    """One audited record: its line, parsed object, id, billed count and token ids.
+
+    On the fast path the ids stay as the JSON text of the array (fastids.IdsText):
+    counting, membership and the last id need no Python int per id. `ids` (and `data`)
+    parse them on first use, so a check that wants the list still gets it.
+    """
+
+    __slots__ = ("line", "_data", "id", "count", "_ids", "_text", "n_ids", "_key")
     _data: dict[str, Any]
     _ids: list[int] | None
     _text: IdsText | None
@@ -485,12 +497,6 @@ class Record:
         _set(self, "_text", text)
         _set(self, "n_ids", len(ids) if ids is not None else text.n if text is not None else 0)
         _set(self, "_key", key)
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        read_only(name)
-
-    def __delattr__(self, name: str) -> None:
-        read_only(name)
 
     @property
     def ids(self) -> list[int]:
