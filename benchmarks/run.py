@@ -370,22 +370,29 @@ def bench_startup(work, ini, args):
     return rows
 
 
-def bench_roundtrip(path, work, args):
+def bench_tokenizer(path, work, args, kind, ini_text, ref_script, tokens):
+    """The tokenizer rows (round trip, template): the raw library calls a user would write
+    (the reference) against the plugin with -n 0 and -n 2, on the same file."""
     size, lines = warm(path)
-    tokens = count_tokens(path)
-    ini = write(os.path.join(work, "roundtrip", "pytest.ini"), CONTRACT_INI.format(**QWEN3)
-                + f"tokaudit_tokenizer = {args.tokenizer}\ntokaudit_roundtrip_rel = 5%\n")
-    raw = Row("ref_roundtrip (ref)",
-              [PY, os.path.join(HERE, "ref_roundtrip.py"), path, "--tokenizer", args.tokenizer], HERE)
+    ini = write(os.path.join(work, kind, "pytest.ini"), ini_text)
+    raw = Row(f"{ref_script[:-3]} (ref)",
+              [PY, os.path.join(HERE, ref_script), path, "--tokenizer", args.tokenizer], HERE)
     rows = [raw] + [
         Row(f"pytest --tokaudit -n {n}", pytest_cmd(ini, "--tokaudit", path, "-n", n),
             os.path.dirname(ini), ok_codes=(0, 1), findings=pytest_findings)
         for n in ("0", "2")
     ]
     interleave(rows, args.repeat, args.timeout)
-    report(f"round trip: {os.path.basename(path)}, {size / 1e6:.1f} MB, {lines:,} records, {tokens:,} tokens",
+    title = "round trip" if kind == "roundtrip" else kind
+    report(f"{title}: {os.path.basename(path)}, {size / 1e6:.1f} MB, {lines:,} records, {tokens:,} tokens",
            rows, raw, [("tokens/s", tokens)])
     return rows
+
+
+def bench_roundtrip(path, work, args):
+    ini = (CONTRACT_INI.format(**QWEN3)
+           + f"tokaudit_tokenizer = {args.tokenizer}\ntokaudit_roundtrip_rel = 5%\n")
+    return bench_tokenizer(path, work, args, "roundtrip", ini, "ref_roundtrip.py", count_tokens(path))
 
 
 def count_raw_tokens(path):
@@ -397,20 +404,8 @@ def count_raw_tokens(path):
 
 
 def bench_template(path, work, args):
-    size, lines = warm(path)
-    tokens = count_raw_tokens(path)
-    ini = write(os.path.join(work, "template", "pytest.ini"), TEMPLATE_INI.format(tokenizer=args.tokenizer))
-    raw = Row("ref_template (ref)",
-              [PY, os.path.join(HERE, "ref_template.py"), path, "--tokenizer", args.tokenizer], HERE)
-    rows = [raw] + [
-        Row(f"pytest --tokaudit -n {n}", pytest_cmd(ini, "--tokaudit", path, "-n", n),
-            os.path.dirname(ini), ok_codes=(0, 1), findings=pytest_findings)
-        for n in ("0", "2")
-    ]
-    interleave(rows, args.repeat, args.timeout)
-    report(f"template: {os.path.basename(path)}, {size / 1e6:.1f} MB, {lines:,} records, {tokens:,} tokens",
-           rows, raw, [("tokens/s", tokens)])
-    return rows
+    ini = TEMPLATE_INI.format(tokenizer=args.tokenizer)
+    return bench_tokenizer(path, work, args, "template", ini, "ref_template.py", count_raw_tokens(path))
 
 
 def fresh_cache_cmd(folder, cmd):
