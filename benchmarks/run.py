@@ -170,8 +170,16 @@ class Row:
         return statistics.median(r["cpu"] for r in self.runs)
 
 
+# Not passed on: stray user options, and PYTHONDONTWRITEBYTECODE, which some CI images set
+# (this machine does). pytest keeps the assertion-rewritten code of every plugin it loads
+# only where it may write bytecode; where it never could, each pytest process (each xdist
+# worker too) parses and compiles those modules again (README: ~0.3 s a process here). The
+# rows run as on a user's machine, after prime() has written that code once.
+UNSET = ("PYTEST_ADDOPTS", "PYTHONDONTWRITEBYTECODE")
+
+
 def child_env():
-    return {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"}  # no stray user options
+    return {k: v for k, v in os.environ.items() if k not in UNSET}
 
 
 def ref_findings(r):
@@ -327,6 +335,9 @@ def bench_throughput(path, which, ini, args):
             bare = Row("bare_orjson_loop (issue #13)", script("ref_bare_loop.py"), HERE,
                        findings=lambda r: "n/a")
             rows.append(bare)
+            if "pytest-n2" in which:  # what two processes give a Python loop here: -n 2's ceiling
+                rows.append(Row("bare_orjson_loop, 2 processes", script("ref_bare_loop.py")
+                                + ["--processes", "2"], HERE, findings=lambda r: "n/a"))
         if "orjson" in which:
             ref = Row("ref_orjson_loop (ref)", script("ref_orjson_loop.py"), HERE)
             rows.append(ref)
@@ -354,10 +365,21 @@ def bench_throughput(path, which, ini, args):
     return rows
 
 
-def bench_startup(work, ini, args):
-    tiny = write(os.path.join(work, "startup", "tiny.jsonl"), "".join(
+def tiny_file(work):
+    return write(os.path.join(work, "startup", "tiny.jsonl"), "".join(
         json.dumps({"sample_id": i, "provider": "openrouter", "completion_tokens": 4,
                     "output_ids": [11, KIMI["once"], 12, KIMI["last"]]}) + "\n" for i in range(3)))
+
+
+def prime(work, ini):
+    """One untimed run in and out of xdist, so pytest's rewritten plugin code is on disk."""
+    for n in ("0", "2"):
+        run_once(pytest_cmd(ini, "--tokaudit", tiny_file(work), "-n", n), os.path.dirname(ini),
+                 child_env(), 600, sample=False)
+
+
+def bench_startup(work, ini, args):
+    tiny = tiny_file(work)
     bare_ini = write(os.path.join(work, "bare", "pytest.ini"), "[pytest]\n")
     write(os.path.join(work, "bare", "test_trivial.py"), "def test_ok():\n    assert True\n")
     bare = Row("pytest test_trivial.py (ref)", pytest_cmd(bare_ini, "test_trivial.py"),
@@ -513,9 +535,11 @@ def main():
     print(f"# tokaudit benchmarks\n\nPython {platform.python_version()}, {versions()}; "
           f"{os.cpu_count()} cores, "
           f"{time.strftime('%Y-%m-%d %H:%M')}; medians of {args.repeat} runs "
-          f"({args.startup_repeat} for startup). Each file was read once before timing (warm page cache). "
+          f"({args.startup_repeat} for startup). Each file was read once before timing (warm page cache); "
+          "pytest's rewritten plugin code was cached by one untimed run (PYTHONDONTWRITEBYTECODE unset). "
           # other work on the machine skews every row: show it rather than hide it
           f"Load average before the first run: {os.getloadavg()[0]:.2f} (near 0 on a quiet box).")
+    prime(work, ini)
     results = {}
     if which & THROUGHPUT:
         for path in files:

@@ -30,7 +30,7 @@ UNRELATED_PLUGINS = tuple(
     arg
     for name in ("hypothesispytest", "anyio", "html", "html_fixtures", "metadata",
                  "pytest_jsonreport", "benchmark", "rerunfailures", "timeout",
-                 "sugar", "instafail", "pytest_github_actions_annotate_failures")
+                 "sugar", "instafail", "pytest_github_actions_annotate_failures", "randomly")
     for arg in ("-p", f"no:{name}")
 )
 
@@ -148,6 +148,15 @@ def _no_github_annotations(monkeypatch: pytest.MonkeyPatch) -> None:
     # The summary fits its paths to COLUMNS when set (some xdist workers of this suite
     # have COLUMNS=80): runs read whole paths unless a test sets a width itself.
     monkeypatch.delenv("COLUMNS", raising=False)
+
+
+@pytest.fixture
+def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    """pytest's, with pytest-randomly (installed for test_gate.py) off in the runs it makes,
+    which keep the order they were written in unless a test passes `-p randomly`. (The
+    variable is set here, after pytester has cleared it.)"""
+    monkeypatch.setenv("PYTEST_ADDOPTS", "-p no:randomly")
+    return pytester
 
 
 @pytest.fixture(params=list(XDIST_MODES.values()), ids=list(XDIST_MODES))

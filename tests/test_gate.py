@@ -57,6 +57,7 @@ OPTIONAL_PLUGINS = {
     "sugar": ("sugar",),
     "instafail": ("instafail",),
     "annotate": ("pytest_github_actions_annotate_failures",),
+    "randomly": ("randomly",),
 }
 
 _SEPARATOR = re.compile(r"^=+ (.*?) =+$")
@@ -867,6 +868,27 @@ def test_every_xdist_mode_gives_the_verdicts_of_one_process(gate: Gate):
         run = gate.run("-n", "1", "--dist", dist)
         assert_clean(run)
         assert (run.ret, run.verdicts()) == (one.ret, one.verdicts()), (dist, run)
+
+
+def test_random_order_changes_no_verdict(gate: Gate):
+    """pytest-randomly shuffles the items (dataset checks and [file] items included) on the
+    controller and on each worker alike; the verdicts must not depend on the order."""
+    feature_dataset(gate)
+    expected = feature_expected(feature_shards(gate))
+    one = gate.run()
+    assert_clean(one)
+    assert one.outcomes() == expected, one
+    orders = set()
+    for args in (("--randomly-seed=1",), ("--randomly-seed=2",),
+                 ("--randomly-seed=3", "-n", "2"), ("--randomly-seed=4", "-n", "2", "--dist", "loadfile")):
+        run = gate.run("-v", "-p", "randomly", *args, plugins=("randomly",))
+        assert_clean(run)
+        assert "randomly-seed" in run.out, (args, run)  # the plugin was active
+        assert (run.ret, run.outcomes(), run.verdicts()) == (one.ret, expected, one.verdicts()), (args, run)
+        if "-n" not in args:  # the order the items ran in, from -v's progress lines
+            orders.add(tuple(l.split(" ")[0] for l in run.lines if re.search(r" (PASSED|FAILED|SKIPPED)\b", l)
+                             and "::" in l.split(" ")[0]))
+    assert len(orders) == 2, orders  # two seeds, two orders: the items really were shuffled
 
 
 def test_split_jobs_pass_alone_and_their_merge_judges_the_whole(gate: Gate):
