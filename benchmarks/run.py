@@ -64,8 +64,10 @@ tokaudit_forbid = <think>
 PYTEST_OPTS = ["-p", "no:cacheprovider", "-q"]  # main() appends --pytest-opts
 # Where hypothesis is installed (the plugin's [test] extra) its pytest plugin
 # imports it at startup: ~1 s per process, xdist workers included, that says
-# nothing about tokaudit. Blocked by default; --pytest-opts "" keeps it.
-DEFAULT_EXTRA = "-p no:hypothesispytest"
+# nothing about tokaudit. pytest-randomly (also in [test]) would shuffle a file's
+# shards, so each would count the lines before it (see README). Both blocked by
+# default; --pytest-opts "" keeps them.
+DEFAULT_EXTRA = "-p no:hypothesispytest -p no:randomly"
 
 
 # --- running one process -------------------------------------------------
@@ -356,7 +358,7 @@ def bench_throughput(path, which, ini, args):
     refs = {r.findings for r in rows if r.name.startswith("ref_") and r.runs}
     if len(refs) > 1:
         print(f"\nWARNING: reference scripts disagree on {fname}: {sorted(refs)}")
-    found = {r.findings for r in rows if r.runs and r is not bare}
+    found = {r.findings for r in rows if r.runs and r.findings != "n/a"}  # not the bare loops
     if len(found) > 1:  # the plugin's rows too: every path must find the same records
         each = ", ".join(f"{r.name} {r.findings}" for r in rows if r.runs)
         print(f"\nWARNING: findings differ on {fname}: {each}")

@@ -84,7 +84,7 @@ def run(path, n, ini, work):
                PYTEST_PLUGINS="tokaudit_timing", TOKAUDIT_TIMING_LOG=log)
     cmd = [sys.executable, "-m", "pytest", "--tokaudit", path, "-n", n, "-c", ini,
            "--rootdir", os.path.dirname(ini), "-q", "-p", "no:cacheprovider",
-           "-p", "no:hypothesispytest"]
+           "-p", "no:hypothesispytest", "-p", "no:randomly"]
     t0 = time.time()
     rc = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE).returncode
     wall = time.time() - t0

@@ -19,6 +19,7 @@ from __future__ import annotations
 import fnmatch
 import math
 import os
+import sys
 import warnings
 from pathlib import Path
 from typing import Any, Iterator, Sequence
@@ -446,18 +447,19 @@ class AuditItem(TokauditItem):
             # Reports (with user_properties) travel from xdist workers; config.stash does not.
             # An unfinished audit travels too, marked incomplete: it makes the run partial.
             self.user_properties.append((PROPERTY, summary.to_json()))
+        offset = 0
+        if summary.failed and summary.shard is not None and summary.start:
+            try:
+                offset = rows_before(self.source, summary.start)
+            except OSError:  # the file went away: lines stay relative to the shard
+                offset = 0
         # Not after damage (a corrupt frame): the shard did not count its lines to its end.
+        # After numbering a failing shard: its first line is then known, and so its end.
         if (self.shard and summary.complete and not summary.read_error
                 and not is_parquet(self.source)):
             shard_lines(self.source, self.byte_range[0], self.byte_range[1], summary.lines)
         # A shard's allowable findings are judged with the whole file, by [file].
         if summary.failed:
-            offset = 0
-            if summary.shard is not None and summary.start:
-                try:
-                    offset = rows_before(self.source, summary.start)
-                except OSError:  # the file went away: lines stay relative to the shard
-                    offset = 0
             message, lines = failure_lines(summary, contract, offset)
             raise Verdict(message, lines, self.display, first_line(summary, offset))
 
@@ -567,7 +569,7 @@ def lines_before(path: Any, offset: int) -> int:
     """
     remote = getattr(path, "open_stream", None)
     key = _file_key(path)
-    known = _LINES_AT.get(key, {})
+    known = _LINES_AT.setdefault(key, {0: 0})
     if offset in known:
         return known[offset]
     from .reader import is_compressed
@@ -578,21 +580,43 @@ def lines_before(path: Any, offset: int) -> int:
         return frame_lines_before(path, offset)
     marks = _LINE_MARKS.setdefault(key, {0: 0})
     start = max(o for o in marks if o <= offset)
-    n = marks[start]
     with (remote() if remote is not None else open(path, "rb")) as fh:
-        fh.seek(start)
-        left = offset - start
-        while left > 0:
-            chunk = fh.read(min(left, 1 << 22))
-            if not chunk:
-                break
-            n += chunk.count(b"\n")
-            left -= len(chunk)
-        marks[offset] = n
-        if offset:
-            fh.seek(offset - 1)
-            if fh.read(1) != b"\n":
-                return n + 1  # the line straddling the offset belongs to the range before
+        # A shard that ran here ended nearer: start from its end (xdist hands a worker
+        # every other shard, so the gap is one shard, not the prefix since the last count).
+        nearer = max((o for o in known if start < o <= offset), default=None)
+        if nearer is not None:
+            marks[nearer] = known[nearer] - _straddles(fh, nearer)
+            start = nearer
+        n = marks[offset] = marks[start] + count_newlines(fh, start, offset)
+        known[offset] = n + _straddles(fh, offset)  # so this shard's end is known once it ran
+        return known[offset]
+
+
+def _straddles(fh: Any, offset: int) -> int:
+    """1 if a line runs across `offset` (it belongs to the range before), else 0."""
+    if not offset:
+        return 0
+    fh.seek(offset - 1)
+    return int(fh.read(1) != b"\n")
+
+
+def count_newlines(fh: Any, start: int, stop: int) -> int:
+    """Newlines in bytes [start, stop) of a binary file: into one reused buffer, counted
+    by numpy where the columnar path has imported it (4x bytes.count)."""
+    np = sys.modules.get("numpy")
+    fh.seek(start)
+    raw = bytearray(min(max(stop - start, 0), 1 << 20))
+    buf = memoryview(raw)
+    n, left = 0, stop - start
+    while left > 0:
+        got = fh.readinto(buf[:min(left, len(raw))])
+        if not got:
+            break
+        if np is not None:
+            n += int(np.count_nonzero(np.frombuffer(buf[:got], np.uint8) == 10))
+        else:
+            n += (raw if got == len(raw) else bytes(buf[:got])).count(b"\n")
+        left -= got
     return n
 
 

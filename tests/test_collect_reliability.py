@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -589,3 +590,44 @@ def test_24_a_symlink_loop_audits_each_real_file_once(gate: Gate, mode: tuple[st
     warned = [l for l in run.lines if "is the same file as" in l]
     assert warned, ("no warning names the duplicate path", run)
     assert any(re.search(r"data/up/\S*(a|b)\.jsonl", l) for l in warned), (warned, run)
+
+
+def test_a_shard_counts_only_the_lines_since_the_last_shard_that_ran_here(gate: Gate):
+    """xdist hands a worker every other shard: each numbers its lines from the end of the
+    worker's previous shard, reading the one shard between, never the prefix again."""
+    per_shard, shards = 10, 12
+    size = shard_size(per_shard)
+    gate.ini(tokaudit_shard_size=size, tokaudit_require_last="7", tokaudit_max_shown=1)
+    data = b"".join(fixed(rec(i, 10)) for i in range(1, per_shard * shards + 1))
+    gate.write("data/big.jsonl", data)
+    gate.write("conftest.py", COUNT_READS)
+    skip = [a for k in range(2, shards + 1, 2)
+            for a in ("--deselect", f"data/big.jsonl::tokaudit[shard {k} of {shards}]")]
+    run = gate.run("--tb=line", *skip)  # one process runs shards 1, 3, 5...: a worker's share
+    assert_no_internal_error(run)
+    ran = {n: o for n, o in run.outcomes().items() if "[shard " in n}
+    assert len(ran) == shards // 2 and set(ran.values()) == {"FAILED"}, run
+    for k in range(1, shards + 1, 2):  # each shard's first record is its first bad line
+        assert f"data/big.jsonl:{(k - 1) * per_shard + 1}:" in run.out, (k, run)
+    stats = json.loads((gate.path / "line_reads.json").read_text())
+    gaps = len(data) * (shards // 2 - 1) // shards  # the deselected shards between those that ran
+    assert stats["bytes"] <= gaps + 2 * shards, (
+        f"{stats['bytes']:,} bytes read to number lines; the shards between are {gaps:,} bytes; "
+        f"lines_before offsets: {stats['offsets']}")
+
+
+@pytest.mark.parametrize("numpy", [True, False], ids=["numpy", "bytes.count"])
+def test_count_newlines_matches_bytes_count_across_its_buffer(tmp_path: Path, monkeypatch, numpy):
+    from pytest_tokaudit.collect import count_newlines
+
+    if numpy:
+        pytest.importorskip("numpy")
+    else:
+        monkeypatch.setitem(sys.modules, "numpy", None)  # as where the columnar path never ran
+    data = b"".join(b"x" * (i % 97) + b"\n" for i in range(30_000)) + b"tail"  # > 1 MiB
+    path = tmp_path / "f.jsonl"
+    path.write_bytes(data)
+    with open(path, "rb") as fh:
+        for start, stop in [(0, len(data)), (0, 0), (5, 1 << 20), ((1 << 20) - 3, (1 << 20) + 5),
+                            (17, len(data) - 2), (len(data) - 4, len(data) + 100)]:
+            assert count_newlines(fh, start, stop) == data[start:stop].count(b"\n"), (start, stop)
