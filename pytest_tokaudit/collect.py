@@ -117,6 +117,18 @@ class Collector:
             )
         mark_items(config, [i for i in items if isinstance(i, TokauditItem)])
 
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]):
+        report = yield
+        # A failed file's location is its first bad record, not the line 1 of collection:
+        # for what reads report.location (pytest-sugar's "path:line", xunit1's line).
+        if call.excinfo is not None and isinstance(call.excinfo.value, Verdict):
+            line = call.excinfo.value.line
+            if line > 1 and report.location is not None:
+                path, _, domain = report.location
+                report.location = (path, line - 1, domain)  # 0-based, as reportinfo's
+        return report
+
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_protocol(self, item: pytest.Item, nextitem: Any):
         if isinstance(item, DeferredItem) and not item.released:

@@ -102,6 +102,9 @@ def test_sugar_reports_the_terminal_failures(gate: Gate, xdist_mode: tuple[str, 
     listed = [re.match(r"^ +- (\S+):(?:\d+|\?) (.*)$", line) for line in results]
     listed = [m.groups() for m in listed if m]
     assert sorted(path for path, _ in listed) == files(failed(plain)), (listed, run)
+    # Each at the line of its first bad record, as the annotations below.
+    at = {m.group(1): m.group(2) for m in map(re.compile(r"^ +- (\S+):(\d+|\?) ").match, results) if m}
+    assert at == {"data/x.jsonl": "2", "data/big.jsonl": "1", "pytest.ini": "1"}, (at, run)
     assert sorted(title for _, title in listed) == titles(plain.sections["FAILURES"]), run
 
 
