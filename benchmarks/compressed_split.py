@@ -65,8 +65,7 @@ def main() -> None:
     ini = write(os.path.join(args.out, "pytest.ini"),
                 CONTRACT_INI.format(**KIMI) + f"tokaudit_shard_size = {args.shard_mib << 20}\n")
 
-    from pytest_tokaudit.frames import boundaries, parts
-
+    from pytest_tokaudit.sources.frames import boundaries, parts
     for path in (multi, one):
         from pathlib import Path
 

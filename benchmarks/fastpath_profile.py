@@ -11,10 +11,9 @@ import time
 
 import orjson
 
-from pytest_tokaudit.fastids import _CLASSES, _mask, count_valid as _count_valid_ids
-from pytest_tokaudit.reader import parse_line
-from pytest_tokaudit.contract import KEYS, Contract
-
+from pytest_tokaudit.model.fastids import _CLASSES, _mask, count_valid as _count_valid_ids
+from pytest_tokaudit.sources.parse import parse_line
+from pytest_tokaudit.model.contract import KEYS, Contract
 KEY = b'"output_ids"'
 
 

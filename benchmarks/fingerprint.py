@@ -36,8 +36,7 @@ def main():
     ap.add_argument("path")
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
-    from pytest_tokaudit.cache import digest_range
-
+    from pytest_tokaudit.sources.digest import digest_range
     size = os.path.getsize(args.path)
     candidates = {"cache.digest_range (sha256, the plugin's)": lambda: digest_range(args.path)}
     for name in ("sha256", "sha1", "md5", "blake2b"):

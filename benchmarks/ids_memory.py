@@ -26,11 +26,9 @@ import uuid
 from types import SimpleNamespace
 
 try:
-    from pytest_tokaudit.ids import IdIndex
+    from pytest_tokaudit.checks.ids import IdIndex
 except ImportError:  # before the index had its own module
-    from pytest_tokaudit.dataset import IdIndex
-
-
+    from pytest_tokaudit.checks.ids import IdIndex
 def summaries(kind: str, n: int, shards: int) -> list[SimpleNamespace]:
     rnd = random.Random(5)
     per = n // shards

@@ -3,7 +3,7 @@
     python benchmarks/tokenizer_load.py [--tokenizer DIR] [--repeat 7] [--base SRC]
 
 - `tokenizers`: `Tokenizer.from_file(tokenizer.json)`, what the reference scripts load;
-- `tokaudit`: `pytest_tokaudit.tokenizer.load_tokenizer(DIR)`, what the plugin loads;
+- `tokaudit`: `pytest_tokaudit.tokenizers.hf.load_tokenizer(DIR)`, what the plugin loads;
 - `transformers`: `AutoTokenizer.from_pretrained(DIR, local_files_only=True)`, what the
   plugin loaded before it read tokenizer.json itself (--base SRC: the same `tokaudit` row
   with another checkout's package first on sys.path, e.g. `git archive` of an older commit).

@@ -10,17 +10,24 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .contract import Allowance, Contract
-    from .dataset import Dataset, Outcome
-    from .findings import Finding
-    from .reader import AuditedRecord, Record
-    from .summary import FileSummary
+    from .base.findings import Finding
+    from .checks.dataset import Dataset
+    from .model.contract import Allowance, Contract
+    from .model.outcome import Outcome
+    from .model.records import AuditedRecord, Record
+    from .model.summary import FileSummary
+
 
 __version__ = "0.1.0"
+
+
 _WHERE = {
-    "Allowance": "contract", "AuditedRecord": "reader", "Contract": "contract", "Dataset": "dataset",
-    "FileSummary": "summary", "Finding": "findings", "Outcome": "dataset", "Record": "reader",
+    "Allowance": "model.contract", "AuditedRecord": "model.records", "Contract": "model.contract",
+    "Dataset": "checks.dataset", "FileSummary": "model.summary", "Finding": "base.findings",
+    "Outcome": "model.outcome", "Record": "model.records",
 }
+
+
 __all__ = [*sorted(_WHERE), "__version__"]
 
 

@@ -9,19 +9,28 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Sequence
+from typing import Any, Sequence
 
 import pytest
 
-from . import jsonreport
-from .contract import Contract
-from .controller import Coverage, coverage_outcome
-from .dataset import Outcome, evaluate, standalone_hook
-from .ids import IdIndex
-from .report import summary_lines
+from . import hookspecs
+from .base.atomic import check_writable
+from .base.atomic import write as write_report
+from .checks import DATASET, load
+from .checks.dataset import evaluate
+from .checks.ids import IdIndex
+from .model import report as jsonreport
+from .model.contract import Contract
+from .model.outcome import Outcome
+from .model.result import Coverage
+from .outputs.terminal import summary_lines
+from .run.coverage import coverage_outcome
+from .sources.reports import load as load_report
 
 # The dataset checks in the order evaluate() reports them; the last two need record ids.
 CHECK_ORDER = ("budget", "unique_ids", "expected_ids")
+
+
 ID_CHECKS = ("unique_ids", "expected_ids")
 
 
@@ -50,11 +59,49 @@ def id_checks(reports: list[jsonreport.Report]) -> tuple[Contract, list[Outcome]
     return (contract.replace_from("merge", **changes) if changes else contract), skipped
 
 
+def standalone_hook(plugins: Sequence[str] = ()) -> Any:
+    """The dataset hooks outside pytest (the merge command): the built-in checks and the
+    given plugins, each a module name or a .py file such as a conftest.py."""
+    import importlib
+    import importlib.util
+
+    import pluggy
+
+
+    class Manager(pluggy.PluginManager):
+        def parse_hookimpl_opts(self, plugin: Any, name: str) -> Any:
+            # As pytest does for conftest.py: a function named like a hook is an implementation.
+            opts = super().parse_hookimpl_opts(plugin, name)
+            if opts is None and name.startswith("pytest_tokaudit_") and callable(getattr(plugin, name)):
+                return {}
+            return opts
+
+    pm = Manager("pytest")
+    pm.add_hookspecs(hookspecs)
+    for name, check in load(DATASET).items():
+        pm.register(check(), name)
+    for spec in plugins:
+        try:
+            if spec.endswith(".py"):
+                found = importlib.util.spec_from_file_location(
+                    f"tokaudit_plugin_{len(pm.get_plugins())}", spec)
+                if found is None or found.loader is None:  # not for a .py path: a file loader
+                    raise ImportError(f"no loader for {spec}")
+                module = importlib.util.module_from_spec(found)
+                found.loader.exec_module(module)
+            else:
+                module = importlib.import_module(spec)
+        except Exception as exc:  # noqa: BLE001 - the user's module: a usage error, not a traceback
+            raise ValueError(f"--plugin {spec}: {type(exc).__name__}: {exc}") from None
+        pm.register(module, spec)
+    return pm.hook
+
+
 def merge(paths: list[str], out: str | None, plugins: Sequence[str] = ()) -> int:
     hook = standalone_hook(list(plugins))
     if out:
-        jsonreport.check_writable(out, "--json")  # before any work, not after the verdict
-    reports = [jsonreport.load(p) for p in paths]
+        check_writable(out, "--json")  # before any work, not after the verdict
+    reports = [load_report(p) for p in paths]
     for report in reports[1:]:
         if report.contract_json != reports[0].contract_json:
             print(f"warning: {report.name} was made with another contract than {paths[0]}; "
@@ -103,7 +150,7 @@ def merge(paths: list[str], out: str | None, plugins: Sequence[str] = ()) -> int
         data = jsonreport.build(files, outcomes, contract, partial)
         if cov is not None:
             data["coverage"] = cov.to_json()  # so the merged report can be merged again
-        problem = jsonreport.write(out, data)
+        problem = write_report(out, data)
         if problem:
             print(f"error: {problem}", file=sys.stderr)
             return 2

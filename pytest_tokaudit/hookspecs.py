@@ -13,10 +13,10 @@ import pytest
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from .contract import Contract
-    from .dataset import Dataset
-    from .reader import AuditedRecord, Unusable
-    from .summary import SummaryView
+    from .checks.dataset import Dataset
+    from .model.contract import Contract
+    from .model.records import AuditedRecord, Unusable
+    from .model.summary import SummaryView
 
 
 @pytest.hookspec(firstresult=True)

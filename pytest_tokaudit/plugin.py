@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import pytest
 
-from .contract import add_ini_keys
+from . import outputs
+from .model.contract import KEYS, add_ini_keys
+
+SWITCH = "tokaudit"  # the ini switch: `tokaudit = true` turns the audit on
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -27,10 +30,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="local tokenizer directory (overrides tokaudit_tokenizer)",
     )
     group.addoption(
-        "--tokaudit-json", metavar="PATH", default=None,
-        help="write the whole audit as JSON to PATH",
-    )
-    group.addoption(
         "--tokaudit-baseline", metavar="PATH", default=None,
         help="fail files that got worse than in an earlier --tokaudit-json report",
     )
@@ -38,19 +37,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--tokaudit-no-cache", action="store_true", default=False,
         help="audit every file, reusing no cached result and storing none",
     )
+    parser.addini(SWITCH, "tokaudit: audit the data files without --tokaudit (default: false)",
+                  type="bool", default=False)
     add_ini_keys(parser)
-    from .progress import add_ini
-
-    add_ini(parser)  # not part of the contract: how often a long item says how far it got
-    from .ci import add_options
-
-    add_options(parser, group)  # CI outputs and the `tokaudit = true` ini switch
+    outputs.add_options(parser, group)  # each output's own options
 
 
 def pytest_load_initial_conftests(early_config: pytest.Config, args: list[str]) -> None:
     # URL testpaths (s3://...) must reach pytest as arguments, or it collects the rootdir.
     if any("://" in t for t in early_config.getini("testpaths") or []):
-        from .remote import testpath_urls_as_args
+        from .run.remote import testpath_urls_as_args
 
         testpath_urls_as_args(early_config, args)
 
@@ -59,23 +55,23 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "tokaudit: an item of pytest-tokaudit (a data file, shard or dataset check)"
     )
-    from .ci import remind, switched_on
-
     if not switched_on(config):  # --tokaudit, or `tokaudit = true` in the ini file
-        remind(config)
+        if not hasattr(config, "workerinput"):
+            config.pluginmanager.register(Reminder(config), "tokaudit.reminder")
         return
-    from .checks import BUILTIN
-    from .collect import CONTRACT, Collector, DeferLast
-    from .contract import contract_from_config
-    from .dataset import BUILTIN as DATASET_BUILTIN
-    from .dataset import IdsChannel
+    # The audit's own modules are imported only when it is on: pytest imports this module
+    # on every run.
+    from .checks import builtin
+    from .checks.dataset import IdsChannel
+    from .run.config import CONTRACT, contract_from_config
+    from .run.items import Collector, DeferLast
 
     contract = contract_from_config(config)
     config.stash[CONTRACT] = contract
     pm = config.pluginmanager
     pm.register(Collector(config, contract), "tokaudit.collect")
     pm.register(DeferLast(), "tokaudit.order")
-    for name, check in {**BUILTIN, **DATASET_BUILTIN}.items():
+    for name, check in builtin().items():
         if not pm.is_blocked(name):
             pm.register(check(), name)
     # Not optional: without the ids, unique_ids would pass having seen none.
@@ -85,31 +81,51 @@ def pytest_configure(config: pytest.Config) -> None:
     pm.register(IdsChannel(), "tokaudit.ids")
     baseline = config.getoption("tokaudit_baseline")
     if baseline:
-        from .jsonreport import BaselineCheck
+        from .checks.baseline import BaselineCheck
 
         pm.register(BaselineCheck(baseline), "tokaudit.baseline")
-    json_path = config.getoption("tokaudit_json")
-    if json_path and not hasattr(config, "workerinput"):  # a usage error now, not after the audit
-        from .jsonreport import check_writable
-
-        check_writable(config.invocation_params.dir / json_path, "--tokaudit-json")
     if not hasattr(config, "workerinput"):
-        from .controller import CONTROLLER, Controller
+        from .run.controller import Controller
 
-        config.stash[CONTROLLER] = Controller(config, contract)
-        pm.register(config.stash[CONTROLLER], "tokaudit.controller")
+        pm.register(Controller(config, contract), "tokaudit.controller")
         if config.getoption("xmlpath", None):
-            from .collect import JunitNames
+            from .run.junit import JunitNames
 
             pm.register(JunitNames(config), "tokaudit.junit")
-    from .progress import configure as configure_progress
-
-    configure_progress(config)  # progress lines of long items, in every process that audits
-    from .ci import configure
-
-    configure(config)  # annotations, Markdown summary, failures file
+    outputs.configure(config)  # each output registers what this process needs
     # URLs on the command line or in testpaths: out of pytest's args, listed and collected
     # by remote.py (registered after the collector, so its items come before the checks').
-    from .remote import configure as configure_remote
+    from .run.remote import configure as configure_remote
 
     configure_remote(config)
+
+
+def switched_on(config: pytest.Config) -> bool:
+    """--tokaudit, or `tokaudit = true` in the ini file."""
+    if config.getoption("tokaudit"):
+        return True
+    try:
+        return bool(config.getini(SWITCH))
+    except (ValueError, pytest.UsageError) as exc:  # "maybe" for a bool (pytest 9.2 names no key)
+        raise pytest.UsageError(f"{SWITCH}: {exc}") from None
+
+
+class Reminder:
+    """Without the switch: ini keys of the plugin but nothing collected deserve a word."""
+
+    def __init__(self, config: pytest.Config):
+        self.config = config
+        self.collected = 0
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        self.collected = session.testscollected
+
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+        keys = [k.name for k in KEYS if self.config.getini(k.name) not in (None, "", [])]
+        if not keys or self.collected:
+            return
+        terminalreporter.write_line(
+            f"tokaudit: the ini file sets {keys[0]}{' ...' if len(keys) > 1 else ''} but the "
+            "audit is off: pass --tokaudit or set `tokaudit = true` in the ini file",
+            yellow=True,
+        )

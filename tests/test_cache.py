@@ -14,8 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import XDIST_MODES, TokProject, assert_no_crash, failure_section, rec, summary_section
 
-from pytest_tokaudit.cache import digest_range
-
+from pytest_tokaudit.sources.digest import digest_range
 ONCE, LAST = 7, 9
 
 # Logs every record audited in any process (xdist workers append to the same file).

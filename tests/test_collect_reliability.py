@@ -459,7 +459,7 @@ COUNT_READS = """
 import json
 from pathlib import Path
 
-import pytest_tokaudit.collect as c
+import pytest_tokaudit.sources.lines as c
 
 STATS = {"calls": 0, "offsets": [], "bytes": 0}
 
@@ -618,8 +618,7 @@ def test_a_shard_counts_only_the_lines_since_the_last_shard_that_ran_here(gate: 
 
 @pytest.mark.parametrize("numpy", [True, False], ids=["numpy", "bytes.count"])
 def test_count_newlines_matches_bytes_count_across_its_buffer(tmp_path: Path, monkeypatch, numpy):
-    from pytest_tokaudit.collect import count_newlines
-
+    from pytest_tokaudit.sources.lines import count_newlines
     if numpy:
         pytest.importorskip("numpy")
     else:

@@ -21,12 +21,14 @@ from hypothesis import strategies as st
 pytest.importorskip("simdjson")
 pytest.importorskip("numpy")
 
-from pytest_tokaudit import audit as audit_module  # noqa: E402
-from pytest_tokaudit import columnar  # noqa: E402
-from pytest_tokaudit.audit import audit, check_file  # noqa: E402
-from pytest_tokaudit.dataset import BUILTIN as DATASET_BUILTIN  # noqa: E402
-from pytest_tokaudit.report import failure_text  # noqa: E402
-from pytest_tokaudit.summary import FileSummary  # noqa: E402
+from pytest_tokaudit.engine import plain as audit_module  # noqa: E402
+from pytest_tokaudit.engine import columnar  # noqa: E402
+from pytest_tokaudit.engine.passes import audit  # noqa: E402
+from pytest_tokaudit.engine.plain import check_file  # noqa: E402
+from pytest_tokaudit.sources.base import Part  # noqa: E402
+from pytest_tokaudit.checks import DATASET, load  # noqa: E402
+from pytest_tokaudit.engine.failure import failure_text  # noqa: E402
+from pytest_tokaudit.model.summary import FileSummary  # noqa: E402
 
 from conftest import assert_no_crash, compress, failure_sections, jsonl_bytes, rec  # noqa: E402
 from test_core import BAD_LINES  # noqa: E402
@@ -58,8 +60,8 @@ def audited(path: Path, contract: Any, mode: str, start: int = 0, end: int | Non
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv(columnar.ENV, mode)
         summary = FileSummary(path="data/x.jsonl", max_shown=contract.max_shown)
-        hook = hook or builtin_hook(*(check() for check in DATASET_BUILTIN.values()))
-        audit(path, contract, hook, summary, start, end)
+        hook = hook or builtin_hook(*(check() for check in load(DATASET).values()))
+        audit(path, contract, hook, summary, Part((start, end)))
         if not start and end is None:
             check_file(path, contract, hook, summary)
     return summary.to_json(), failure_text(summary, contract)
@@ -352,7 +354,7 @@ def test_a_blocked_builtin_check_is_not_run_by_the_columnar_path(tmp_path, tiny_
 
     pm = pluggy.PluginManager("pytest")
     pm.add_hookspecs(hookspecs)
-    for name, check in checks.BUILTIN.items():
+    for name, check in checks.builtin().items():
         if name != "tokaudit.count":
             pm.register(check(), name)
     contract = CONTRACTS["default"]

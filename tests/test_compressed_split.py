@@ -22,8 +22,7 @@ from typing import Any
 
 import pytest
 
-from pytest_tokaudit.collect import shard_count
-
+from pytest_tokaudit.sources.base import shard_count
 from conftest import jsonl_bytes, rec
 from test_gate import FAILED, Gate, assert_clean, gate  # noqa: F401  (the fixture)
 
@@ -205,8 +204,7 @@ def test_split_findings_are_those_of_plain_jsonl_and_of_one_frame(gate: Gate, mo
 def test_a_corrupt_middle_frame_fails_its_shard_and_the_others_still_audit(
     gate: Gate, mode: tuple[str, ...]
 ):
-    from pytest_tokaudit.frames import parts
-
+    from pytest_tokaudit.sources.frames import parts
     data = project(gate)
     frames = [zst_frames(data[i:i + FRAME]) for i in range(0, len(data), FRAME)]
     middle = len(frames) // 2
@@ -270,8 +268,7 @@ def test_a_truncated_last_frame_leaves_the_file_whole_and_reports_where(gate: Ga
 
 
 def test_the_cache_reuses_the_shards_whose_frames_did_not_change(gate: Gate):
-    from pytest_tokaudit.frames import parts
-
+    from pytest_tokaudit.sources.frames import parts
     data = project(gate, tokaudit_cache_dir=".audit-cache")
     chunks = [data[i:i + FRAME] for i in range(0, len(data), FRAME)]
     gate.write("data/multi.jsonl.zst", zst_frames(data))
@@ -298,18 +295,15 @@ def test_the_cache_reuses_the_shards_whose_frames_did_not_change(gate: Gate):
 
 
 def test_progress_counts_the_compressed_bytes_of_the_shard(tmp_path: Path):
-    from types import SimpleNamespace
-
-    from pytest_tokaudit.progress import Progress
+    from pytest_tokaudit.base.formats import source_of
+    from pytest_tokaudit.sources.base import Part
 
     path = tmp_path / "a.jsonl.zst"
     path.write_bytes(zst_frames(jsonl_bytes(records())))
     size = path.stat().st_size
-    parent = SimpleNamespace(source_size=lambda: size)
-    shard = SimpleNamespace(byte_range=(1000, 5000), source=path, parent=parent)
-    whole = SimpleNamespace(byte_range=(0, None), source=path, parent=parent)
-    assert Progress.total(shard) == 4000
-    assert Progress.total(whole) == size
+    source = source_of(path)  # what the progress line's share and ETA are of
+    assert source.progress_total(Part((1000, 5000)), size) == 4000
+    assert source.progress_total(Part(), size) == size
 
 
 # -- the reader alone: every line once, whatever the cuts ---------------------------------------
@@ -339,7 +333,8 @@ def cut(rnd: Any, data: bytes) -> list[bytes]:
 def test_every_line_is_read_once_by_the_shard_its_first_byte_inflates_in(tmp_path: Path, suffix: str):
     import random
 
-    from pytest_tokaudit import frames, reader
+    from pytest_tokaudit.sources import frames
+    from pytest_tokaudit.sources import jsonl as reader
 
     rnd = random.Random(12)
     c = zstandard.ZstdCompressor()
@@ -367,7 +362,8 @@ def test_every_line_is_read_once_by_the_shard_its_first_byte_inflates_in(tmp_pat
 
 
 def test_a_corrupt_bgzf_member_stops_its_shard_only(tmp_path: Path):
-    from pytest_tokaudit import frames, reader
+    from pytest_tokaudit.sources import frames
+    from pytest_tokaudit.sources import jsonl as reader
 
     data = jsonl_bytes(records())
     members = [bgzf_member(data[i:i + FRAME]) for i in range(0, len(data), FRAME)]
@@ -391,7 +387,7 @@ def test_a_corrupt_bgzf_member_stops_its_shard_only(tmp_path: Path):
 
 @pytest.mark.parametrize("damage", ["reserved block type", "bad magic", "cut short", "trailing bytes"])
 def test_odd_headers_leave_the_file_whole(tmp_path: Path, damage: str):
-    from pytest_tokaudit import frames
+    from pytest_tokaudit.sources import frames
 
     data = jsonl_bytes(records())
     packed = bytearray(zst_frames(data))

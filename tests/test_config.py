@@ -16,8 +16,8 @@ import pytest
 
 from conftest import TokProject, assert_no_crash, rec
 from pytest_tokaudit import hookspecs
-from pytest_tokaudit.collect import CONTRACT
-from pytest_tokaudit.contract import KEYS, Allowance, Contract, ContractError, readme_table
+from pytest_tokaudit.run.config import CONTRACT
+from pytest_tokaudit.model.contract import KEYS, Allowance, Contract, ContractError, readme_table
 from tokdata import qwen_dir
 
 USAGE = pytest.ExitCode.USAGE_ERROR
@@ -277,7 +277,7 @@ def _cases():
 
 def test_the_readme_table_is_made_from_the_keys():
     readme = (Path(__file__).parents[1] / "README.md").read_text()
-    assert readme_table() in readme, "run: python -c 'from pytest_tokaudit.contract import " \
+    assert readme_table() in readme, "run: python -c 'from pytest_tokaudit.model.contract import " \
         "readme_table; print(readme_table())' and paste it into README.md"
 
 

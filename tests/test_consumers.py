@@ -27,7 +27,7 @@ import re
 import pytest
 
 from conftest import rec
-from pytest_tokaudit.collect import shard_count
+from pytest_tokaudit.sources.base import shard_count
 from test_gate import Gate, Run, assert_clean, ds, gate, ids_text  # noqa: F401 (gate: fixture)
 
 PATHS = ("data/a.jsonl", "data/x.jsonl", "data/big.jsonl", "tests")  # not data/sub: partial

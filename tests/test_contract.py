@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_tokaudit.contract import KEYS, Allowance, Contract, ContractError, parse_allowance, parse_rel
-
+from pytest_tokaudit.model.contract import KEYS, Allowance, Contract, ContractError, parse_allowance, parse_rel
 DEFAULT = Contract(**{k.attr: k.parse(k.default) for k in KEYS})
 
 

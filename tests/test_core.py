@@ -25,8 +25,7 @@ from conftest import (
     summary_rows,
     summary_section,
 )
-from pytest_tokaudit.collect import shard_count
-
+from pytest_tokaudit.sources.base import shard_count
 OK, FAILED, USAGE = 0, 1, 4
 
 

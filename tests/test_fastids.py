@@ -9,9 +9,7 @@ import orjson
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from pytest_tokaudit.fastids import SENTINEL, IdsText, canonical, count_valid, cut
-
-# The reference: non-negative JSON integers (no leading zero, no sign, no fraction) of at
+from pytest_tokaudit.model.fastids import SENTINEL, IdsText, canonical, count_valid, cut  # The reference: non-negative JSON integers (no leading zero, no sign, no fraction) of at
 # most 19 digits, which orjson always reads as ints, separated by single commas.
 VALID = re.compile(rb",(?:(?:0|[1-9][0-9]{0,18}),)*")
 TOKENS = (0, 7, 151668, 151667, 15166, 1516680, 10**18)

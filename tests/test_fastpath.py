@@ -8,9 +8,9 @@ import orjson
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from pytest_tokaudit.contract import KEYS, Contract
-from pytest_tokaudit.reader import SKIPPED, Record, Rejected, parse_line
-
+from pytest_tokaudit.model.contract import KEYS, Contract
+from pytest_tokaudit.model.records import SKIPPED, Record, Rejected
+from pytest_tokaudit.sources.parse import parse_line
 CONTRACT = Contract(**{k.attr: k.parse(k.default) for k in KEYS}).replace(where=("provider",))
 TOKENS = (0, 7, 151668, 151645)
 NEIGHBOURS = (151668, 151667, 15166, 1516680)  # one prefix: count_each scans once for all

@@ -35,8 +35,7 @@ from typing import Iterable
 import pytest
 
 from conftest import UNRELATED_PLUGINS, TokProject, failure_sections, jsonl_bytes, rec, summary_rows
-from pytest_tokaudit.collect import shard_count
-
+from pytest_tokaudit.sources.base import shard_count
 FAILED = pytest.ExitCode.TESTS_FAILED
 OK = pytest.ExitCode.OK
 INTERRUPTED = pytest.ExitCode.INTERRUPTED

@@ -123,9 +123,8 @@ def test_what_hooks_are_handed_is_read_only(project: TokProject, hook: str):
 
 
 def test_the_summary_view_shows_figures_and_hides_the_writers():
-    from pytest_tokaudit.findings import Finding
-    from pytest_tokaudit.summary import FileSummary, SummaryView
-
+    from pytest_tokaudit.base.findings import Finding
+    from pytest_tokaudit.model.summary import FileSummary, SummaryView
     summary = FileSummary(path="a.jsonl", checked=3, billed=30)
     summary.add_finding(Finding("x", "y", 1))
     view = SummaryView(summary)

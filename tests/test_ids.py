@@ -12,12 +12,12 @@ import tracemalloc
 import pytest
 
 from conftest import UNRELATED_PLUGINS, TokProject, rec
-from pytest_tokaudit import ids as ids_module
-from pytest_tokaudit.contract import Contract
-from pytest_tokaudit.dataset import DUPLICATES_SHOWN, evaluate, standalone_hook
-from pytest_tokaudit.ids import IdIndex, read_manifest
-from pytest_tokaudit.summary import IDS, FileSummary
-
+from pytest_tokaudit.checks import ids as ids_module
+from pytest_tokaudit.model.contract import Contract
+from pytest_tokaudit.checks.dataset import DUPLICATES_SHOWN, evaluate
+from pytest_tokaudit.__main__ import standalone_hook
+from pytest_tokaudit.checks.ids import IdIndex, read_manifest
+from pytest_tokaudit.model.summary import IDS, FileSummary
 FAILED = pytest.ExitCode.TESTS_FAILED
 CONTRACT = Contract.from_json({"tokaudit_unique_ids": "true"})
 
@@ -411,7 +411,7 @@ def test_running_out_of_memory_fails_the_id_checks_instead_of_the_run(monkeypatc
     parts = [summary("a.jsonl", [1, 2, 3]), summary("b.jsonl", [3, 4]), summary("c.jsonl", [5])]
     index = IdIndex()
     index.add(parts[0])
-    monkeypatch.setattr(ids_module._Table, "merge", lambda *a: (_ for _ in ()).throw(MemoryError()))
+    monkeypatch.setattr(ids_module.Table, "merge", lambda *a: (_ for _ in ()).throw(MemoryError()))
     index.add(parts[1])
     monkeypatch.undo()
     index.add(parts[2])  # ignored: the index no longer holds every id

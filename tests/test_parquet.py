@@ -181,8 +181,7 @@ RAW_SCHEMA = pa.schema([
 def tok():
     from tokdata import qwen_dir
 
-    from pytest_tokaudit.tokenizer import load_tokenizer
-
+    from pytest_tokaudit.tokenizers.hf import load_tokenizer
     return load_tokenizer(qwen_dir())
 
 
@@ -191,8 +190,7 @@ def raw_corpus(tok) -> list[dict]:
     from test_raw import clean_responses, n_tokens, response
     from tokdata import sample_texts
 
-    from pytest_tokaudit.template import _plain_ids
-
+    from pytest_tokaudit.engine.template import plain_ids
     texts = sample_texts()
     rows = clean_responses(tok, 30)
     rows[2] = response(tok, "gen-3", "Let me see.", "The answer is", finish="length")  # cut
@@ -204,7 +202,7 @@ def raw_corpus(tok) -> list[dict]:
     rows[6] = response(tok, "gen-7", r, c, billed=n_tokens(tok, r, c) - think,
                        completion_tokens_details={"reasoning_tokens": think})
     content = "Close thinking with </think>."  # billed as plain text, as the model wrote it
-    rows[8] = response(tok, "gen-9", None, content, billed=len(_plain_ids(tok, content)) + 2)
+    rows[8] = response(tok, "gen-9", None, content, billed=len(plain_ids(tok, content)) + 2)
     rows[10]["usage"]["completion_tokens"] *= 2  # billed twice over
     rows[12] = {**rows[12], "choices": []}
     rows[13] = response(tok, "gen-14", None, None, billed=3)  # content null

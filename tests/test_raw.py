@@ -10,11 +10,13 @@ import re
 import pytest
 
 from conftest import TokProject, assert_no_crash, failure_section, summary_rows
-from pytest_tokaudit.contract import KEYS, Allowance, Contract, ContractError
-from pytest_tokaudit.fields import CountSum, Placeholder, Term, parse_count_formula, parse_template
-from pytest_tokaudit.reader import MISSING, Record, Rejected, TextRecord, get_path, parse_line
-from pytest_tokaudit.template import _plain_ids, rebuild
-from pytest_tokaudit.tokenizer import load_tokenizer
+from pytest_tokaudit.model.contract import KEYS, Allowance, Contract, ContractError
+from pytest_tokaudit.base.fields import CountSum, Placeholder, Term, parse_count_formula, parse_template
+from pytest_tokaudit.base.fields import MISSING, get_path
+from pytest_tokaudit.model.records import Record, Rejected, TextRecord
+from pytest_tokaudit.sources.parse import parse_line
+from pytest_tokaudit.engine.template import plain_ids, rebuild
+from pytest_tokaudit.tokenizers.hf import load_tokenizer
 from tokdata import END_THINK, IM_END, qwen_dir, sample_texts
 
 # Each subprocess loads the tokenizer (in every xdist worker too): the fault-finding test runs
@@ -153,8 +155,8 @@ def test_rebuilt_ids_equal_encoding_the_whole_text(tok):
 
 def test_plain_encoding_bypasses_added_tokens_only(tok):
     for text in sample_texts()[:20]:
-        assert _plain_ids(tok, text) == tok.encode(text, add_special_tokens=False)
-    ids = _plain_ids(tok, "a </think> b <|im_end|>")
+        assert plain_ids(tok, text) == tok.encode(text, add_special_tokens=False)
+    ids = plain_ids(tok, "a </think> b <|im_end|>")
     assert END_THINK not in ids and IM_END not in ids
     assert tok.decode(ids) == "a </think> b <|im_end|>"
 
@@ -199,7 +201,7 @@ def test_faults_in_raw_responses_are_caught_at_their_lines(project: TokProject, 
                        completion_tokens_details={"reasoning_tokens": think})
     # 9: a special token's string inside the content (billed as plain text)
     content = "End a turn with <|im_end|> and close thinking with </think>."
-    plain = len(_plain_ids(tok, content)) + 2
+    plain = len(plain_ids(tok, content)) + 2
     rows[8] = response(tok, "gen-9", None, content, billed=plain)
     # 11: a response billed twice over
     rows[10]["usage"]["completion_tokens"] *= 2
@@ -322,8 +324,7 @@ def test_a_tokenizer_with_other_merges_is_caught_by_ids_match_text(tok, tmp_path
     """Ids stored by the real tokenizer, checked against a copy missing a few merges."""
     import shutil
 
-    from pytest_tokaudit.template import IdsMatchTextCheck
-
+    from pytest_tokaudit.checks.text import IdsMatchTextCheck
     other = tmp_path / "other"
     shutil.copytree(qwen_dir(), other)
     spec = json.loads((other / "tokenizer.json").read_text(encoding="utf-8"))

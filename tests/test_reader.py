@@ -20,14 +20,18 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from pytest_tokaudit import Finding, checks, hookspecs
-from pytest_tokaudit.audit import audit, check_file
-from pytest_tokaudit.collect import lines_before as count_lines_before
-from pytest_tokaudit.contract import KEYS, Contract
-from pytest_tokaudit.controller import Controller
-from pytest_tokaudit.dataset import IdsChannel
-from pytest_tokaudit.reader import SKIPPED, ReadError, Rejected, iter_lines, parse_line
-from pytest_tokaudit.summary import PROPERTY, FileSummary
-
+from pytest_tokaudit.engine.passes import audit
+from pytest_tokaudit.engine.plain import check_file
+from pytest_tokaudit.sources.base import Part
+from pytest_tokaudit.sources.lines import lines_before as count_lines_before
+from pytest_tokaudit.model.contract import KEYS, Contract
+from pytest_tokaudit.run.controller import Controller
+from pytest_tokaudit.checks.dataset import IdsChannel
+from pytest_tokaudit.model.records import SKIPPED, Rejected
+from pytest_tokaudit.sources.base import ReadError
+from pytest_tokaudit.sources.jsonl import iter_lines
+from pytest_tokaudit.sources.parse import parse_line
+from pytest_tokaudit.model.summary import PROPERTY, FileSummary
 from conftest import compress, jsonl_bytes, rec
 
 SETTINGS = settings(
@@ -60,7 +64,7 @@ def builtin_hook(*extra: Any):
     """pm.hook with the plugin's hook specs and its built-in checks (plus `extra` plugins)."""
     pm = pluggy.PluginManager("pytest")
     pm.add_hookspecs(hookspecs)
-    for name, check in checks.BUILTIN.items():
+    for name, check in checks.builtin().items():
         pm.register(check(), name)
     pm.register(IdsChannel())  # the record ids, as the plugin registers it
     for plugin in extra:
@@ -429,7 +433,7 @@ def audited_summary(path: Path, contract: Contract, start: int = 0, end: int | N
     summary = FileSummary(path="data/x.jsonl", max_shown=contract.max_shown)
     if shard:
         summary.shard, summary.shards = shard
-    audit(path, contract, builtin_hook(), summary, start, end)
+    audit(path, contract, builtin_hook(), summary, Part((start, end)))
     return summary
 
 
@@ -551,7 +555,7 @@ def test_as_gzip_helper_is_readable(tmp_path):
 
 def audit_both(path: Path, contract: Contract, monkeypatch: pytest.MonkeyPatch) -> tuple[str, str]:
     """The summary of `path` through the fast path and through the plain path, as JSON."""
-    import pytest_tokaudit.audit as audit_module
+    import pytest_tokaudit.engine.plain as audit_module
 
     fast = run_audit(path, contract).to_json()
     monkeypatch.setattr(

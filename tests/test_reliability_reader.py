@@ -31,10 +31,11 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from pytest_tokaudit.contract import Contract
-from pytest_tokaudit.reader import JSON_WS, SKIPPED, Lines, Record, Rejected, iter_lines, parse_line
-from pytest_tokaudit.summary import FileSummary
-
+from pytest_tokaudit.model.contract import Contract
+from pytest_tokaudit.sources.jsonl import JSON_WS, Lines, iter_lines
+from pytest_tokaudit.model.records import SKIPPED, Record, Rejected
+from pytest_tokaudit.sources.parse import parse_line
+from pytest_tokaudit.model.summary import FileSummary
 from conftest import assert_no_crash, compress, failure_section, jsonl_bytes, rec, summary_rows
 from test_core import BAD_LINES
 from test_reader import CONTRACTS, Spy, _parsed, audit_both, physical_lines, run_audit
@@ -405,8 +406,7 @@ LONG_LINE_SCRIPT = textwrap.dedent('''
     from pathlib import Path
     sys.path.insert(0, sys.argv[2])
     from test_reader import CONTRACTS, Spy, run_audit
-    from pytest_tokaudit.contract import Contract
-
+    from pytest_tokaudit.model.contract import Contract
     contract = CONTRACTS["default"].replace(max_line_bytes=8 << 20)
     run_audit(Path(sys.argv[3]), contract, Spy())  # warm up: every import and cache
     size = int(re.search(r"VmSize:\\s+(\\d+) kB", Path("/proc/self/status").read_text())[1]) * 1024

@@ -32,8 +32,7 @@ from conftest import (
     summary_rows,
     summary_section,
 )
-from pytest_tokaudit.collect import shard_count
-
+from pytest_tokaudit.sources.base import shard_count
 boto3 = pytest.importorskip("boto3")
 moto_server = pytest.importorskip("moto.server")
 pytest.importorskip("s3fs")
@@ -265,7 +264,7 @@ def test_an_empty_prefix_fails_coverage_naming_it(one: TokProject, s3: S3, bucke
     assert_clean(result)
     assert result.ret == FAILED, result.stdout.str()
     assert (f"pytest.ini::tokaudit::coverage: failed: no data file under s3://{bucket}/empty/: "
-            "tokaudit_glob (*.jsonl *.jsonl.gz *.jsonl.zst *.parquet) matched nothing there"
+            "tokaudit_glob (*.jsonl *.jsonl.gz *.jsonl.zst *.parquet *.arrow *.feather) matched nothing there"
             in result.stdout.str()), result.stdout.str()
     assert f"present but not matched by tokaudit_glob: s3://{bucket}/empty/notes.csv" in result.stdout.str()
     # Alone, it fails like an empty local folder: no data audited.

@@ -14,9 +14,10 @@ from typing import Any, Callable
 import pytest
 
 from conftest import TokProject, assert_no_crash, rec, summary_section
-from pytest_tokaudit import jsonreport
+from pytest_tokaudit.base.atomic import write as write_report
+from pytest_tokaudit.model import report as jsonreport
+from pytest_tokaudit.sources.reports import load as load_report
 from pytest_tokaudit.__main__ import main as merge_main
-
 USAGE = pytest.ExitCode.USAGE_ERROR
 FAILED = pytest.ExitCode.TESTS_FAILED
 
@@ -111,7 +112,7 @@ MALFORMED = [
 
 
 def test_a_real_report_is_valid(report: dict, pytester: pytest.Pytester):
-    loaded = jsonreport.load(pytester.path / "base.json")
+    loaded = load_report(pytester.path / "base.json")
     assert [s.path for s in loaded.files] == ["data/a.jsonl", "data/b.jsonl"]
     assert loaded.contract.unique_ids and loaded.keeps_ids
     assert loaded.metrics["data/a.jsonl"]["records_with_findings"] == 1
@@ -126,7 +127,7 @@ def test_a_format_1_report_keeps_its_record_ids(report: dict, pytester: pytest.P
             _, ids, lines = entry["channels"].pop("ids")[0]
             entry["ids"], entry["id_lines"] = ids, lines
     save(pytester, "old.json", changed(report, as_format_1))
-    loaded = jsonreport.load(pytester.path / "old.json")
+    loaded = load_report(pytester.path / "old.json")
     assert [s.channels["ids"] for s in loaded.files] == [[[None, [1, 2], [1, 2]]], [[None, [3], [1]]]]
     # Nor had it a spend channel: its billed counts stand in, so a budget still sees them.
     assert [s.channels["budget"] for s in loaded.files] == [[[40, 0, 0]], [[10, 0, 0]]]
@@ -218,9 +219,9 @@ def test_merge_checks_its_json_target_before_any_work(pytester: pytest.Pytester,
 def test_a_merged_report_is_itself_a_valid_report(pytester: pytest.Pytester, report: dict, capsys):
     rc, out, err = merge(capsys, "base.json", "--json", "merged.json")
     assert rc == 1 and err == ""  # a.jsonl has a finding
-    merged = jsonreport.load(pytester.path / "merged.json")
+    merged = load_report(pytester.path / "merged.json")
     assert [s.path for s in merged.files] == ["data/a.jsonl", "data/b.jsonl"]
-    assert merged.contract == jsonreport.load(pytester.path / "base.json").contract
+    assert merged.contract == load_report(pytester.path / "base.json").contract
 
 
 # -- H. --tokaudit-json: checked at start-up, never lost to a write error ------------------------
@@ -238,9 +239,9 @@ def test_an_unwritable_json_target_is_a_usage_error_before_the_audit(project: To
 
 
 def test_write_returns_the_problem_instead_of_raising(tmp_path: Path):
-    assert jsonreport.write(tmp_path / "no" / "dir" / "a.json", {"x": 1}) == (
+    assert write_report(tmp_path / "no" / "dir" / "a.json", {"x": 1}) == (
         f"cannot write the JSON report {tmp_path}/no/dir/a.json: No such file or directory")
-    assert jsonreport.write(tmp_path, {"x": 1}) == (
+    assert write_report(tmp_path, {"x": 1}) == (
         f"cannot write the JSON report {tmp_path}: Is a directory")
     assert sorted(os.listdir(tmp_path)) == []  # no temporary file left behind
 
@@ -278,10 +279,10 @@ def written(path: Path) -> dict:
 def test_a_new_report_gets_the_usual_file_mode(tmp_path: Path):
     mask = os.umask(0o022)
     os.umask(mask)
-    assert jsonreport.write(tmp_path / "a.json", DATA) is None
+    assert write_report(tmp_path / "a.json", DATA) is None
     assert stat.S_IMODE((tmp_path / "a.json").stat().st_mode) == 0o666 & ~mask
     (tmp_path / "a.json").chmod(0o640)
-    assert jsonreport.write(tmp_path / "a.json", {"n": 2}) is None
+    assert write_report(tmp_path / "a.json", {"n": 2}) is None
     assert stat.S_IMODE((tmp_path / "a.json").stat().st_mode) == 0o640
     assert written(tmp_path / "a.json") == {"n": 2}
     assert os.listdir(tmp_path) == ["a.json"]
@@ -293,13 +294,13 @@ def test_a_symlink_at_the_path_is_followed_not_replaced(tmp_path: Path):
     target.write_text("old")
     link = tmp_path / "audit.json"
     link.symlink_to(target)
-    assert jsonreport.write(link, DATA) is None
+    assert write_report(link, DATA) is None
     assert link.is_symlink() and os.readlink(link) == str(target)
     assert written(target) == DATA
     # A symlink to a file not there yet: the file is made where it points.
     dangling = tmp_path / "new.json"
     dangling.symlink_to(tmp_path / "reports" / "new.json")
-    assert jsonreport.write(dangling, DATA) is None
+    assert write_report(dangling, DATA) is None
     assert dangling.is_symlink() and written(tmp_path / "reports" / "new.json") == DATA
 
 
@@ -309,7 +310,7 @@ def test_a_fifo_at_the_path_gets_the_report(tmp_path: Path):
     got: list[bytes] = []
     reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()), daemon=True)
     reader.start()
-    assert jsonreport.write(fifo, DATA) is None
+    assert write_report(fifo, DATA) is None
     reader.join(timeout=30)
     assert not reader.is_alive()
     assert json.loads(got[0]) == DATA
@@ -320,7 +321,7 @@ def test_a_stale_tmp_symlink_is_never_written_through(tmp_path: Path):
     victim = tmp_path / "victim.txt"
     victim.write_text("keep me")
     (tmp_path / "audit.json.tmp").symlink_to(victim)
-    assert jsonreport.write(tmp_path / "audit.json", DATA) is None
+    assert write_report(tmp_path / "audit.json", DATA) is None
     assert victim.read_text() == "keep me"
     assert (tmp_path / "audit.json.tmp").is_symlink()
     assert written(tmp_path / "audit.json") == DATA
@@ -421,7 +422,7 @@ def test_record_ids_are_packed_as_runs_and_merge_judges_them_as_one_run(
     assert verdicts(whole)["unique_ids"][0] == "failed"
     assert "FAILED tokaudit::unique_ids - 3 ids with more than one record" in printed, printed
     # Read back, the ids are the records' own, in line order (the blank line 11 has none).
-    (b,) = [f for f in jsonreport.load(pytester.path / "two.json").files]
+    (b,) = [f for f in load_report(pytester.path / "two.json").files]
     ((_, ids, lines),) = b.channels["ids"]
     assert ids == [f"s-{i:04}" for i in range(398, 900)] + ["", "odd-a"]
     assert lines == [*range(1, 11), *range(12, 506)]
@@ -432,7 +433,7 @@ def test_a_bad_run_is_named(report: dict, pytester: pytest.Pytester):
         "ids", [[None, [{"from": -3, "n": 2}], [1, 2]]]))
     save(pytester, "bad.json", data)
     with pytest.raises(jsonreport.ReportError, match=r"channels.ids\[0\]\[1\]\[0\] must be "):
-        jsonreport.load(pytester.path / "bad.json")
+        load_report(pytester.path / "bad.json")
 
 
 def test_the_controller_keeps_a_files_ids_packed_for_the_json_report(pytester: pytest.Pytester):
@@ -440,8 +441,7 @@ def test_the_controller_keeps_a_files_ids_packed_for_the_json_report(pytester: p
     packed as runs when the summary arrives, not at the end: a file of counter ids is a
     few objects on the controller, not a Python object per record (issue #13's 100M ids).
     The report reads back the same ids and lines; a sharded file's runs shift their lines."""
-    from pytest_tokaudit.controller import CONTROLLER
-
+    from pytest_tokaudit.model.result import RESULT
     pytester.makeini("[pytest]\ntokaudit_unique_ids = true\ntokaudit_shard_size = 20000\n")
     records = [rec(i) for i in range(1, 1001)]
     data = b"".join(json.dumps(r).encode() + b"\n" for r in records)
@@ -451,16 +451,14 @@ def test_the_controller_keeps_a_files_ids_packed_for_the_json_report(pytester: p
     reprec = pytester.inline_run("--tokaudit", "--tokaudit-json=r.json", "-p", "no:cacheprovider",
                                  "-p", "no:randomly", "data")
     assert not reprec.getfailures()
-    controller = reprec.getcalls("pytest_unconfigure")[0].config.stash[CONTROLLER]
-    shards = list(controller.summaries.values())
+    result = reprec.getcalls("pytest_unconfigure")[0].config.stash[RESULT]
+    shards = list(result.items.values())
     assert len(shards) > 2
     for summary in shards:
         for _, ids, lines in summary.channels["ids"]:
             assert len(ids) <= 2 and len(lines) <= 2, (ids, lines)  # runs, not records
     report = json.loads((pytester.path / "r.json").read_text())
     (entry,) = report["files"]
-    v = jsonreport._Checker("r.json")
     got = [(i, line) for _, ids, lines in entry["channels"]["ids"]
-           for i, line in zip(jsonreport.unpack_runs(ids, "ids", v),
-                              jsonreport.unpack_runs(lines, "lines", v))]
+           for i, line in zip(jsonreport.unpack(ids), jsonreport.unpack(lines))]
     assert got == [(i, i) for i in range(1, 1001)]

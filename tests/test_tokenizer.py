@@ -1,4 +1,4 @@
-"""pytest_tokaudit.tokenizer against the real Qwen3 tokenizer (and a real slow one)."""
+"""pytest_tokaudit.tokenizers.hf against the real Qwen3 tokenizer (and a real slow one)."""
 
 from __future__ import annotations
 
@@ -25,16 +25,7 @@ from tokdata import (
     split_token,
 )
 
-from pytest_tokaudit.tokenizer import (
-    RoundTrip,
-    TokenizerError,
-    _decode_encode,
-    _slow_one,
-    load_tokenizer,
-    resolve_tokens,
-    roundtrip,
-)
-
+from pytest_tokaudit.tokenizers.hf import RoundTrip, TokenizerError, decode_encode, slow_one, load_tokenizer, resolve_tokens, roundtrip
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -182,7 +173,7 @@ def test_decomposed_accent_is_changed_by_nfc(tok):
 def test_batch_path_equals_decode_encode(tok, records):
     lists = records + non_canonical(tok, records)
     expected = [reference(tok, ids) for ids in lists]
-    assert _decode_encode(tok, lists) == [(text, again) for text, again, _ in expected]
+    assert decode_encode(tok, lists) == [(text, again) for text, again, _ in expected]
     results = roundtrip(tok, lists)
     assert [r.changed for r in results] == [d for _, _, d in expected]
     assert all(r.changed > 0 for r in results[len(records):])
@@ -190,7 +181,7 @@ def test_batch_path_equals_decode_encode(tok, records):
 
 def test_slow_path_equals_fast_path(tok, records):
     lists = records[:10] + non_canonical(tok, records)
-    assert [_slow_one(tok, ids) for ids in lists] == _decode_encode(tok, lists)
+    assert [slow_one(tok, ids) for ids in lists] == decode_encode(tok, lists)
 
 
 @pytest.fixture(scope="module")
@@ -307,7 +298,7 @@ def test_import_does_not_load_transformers_and_load_is_quiet(tmp_path):
     config = json.loads((qwen_dir() / "tokenizer_config.json").read_text(encoding="utf-8"))
     (other / "tokenizer_config.json").write_text(json.dumps({**config, "add_prefix_space": True}))
     code = (
-        "import os, sys, pytest_tokaudit.tokenizer as t\n"
+        "import os, sys, pytest_tokaudit.tokenizers.hf as t\n"
         "assert 'transformers' not in sys.modules, 'transformers imported'\n"
         "env = dict(os.environ)\n"
         f"qwen = t.load_tokenizer({str(qwen_dir())!r})\n"
@@ -332,9 +323,8 @@ def test_import_does_not_load_transformers_and_load_is_quiet(tmp_path):
 @pytest.fixture(scope="module")
 def transformers_tok():
     """Qwen3 loaded by transformers, the reference the direct load must answer as."""
-    from pytest_tokaudit.tokenizer import _import_transformers
-
-    return _import_transformers().AutoTokenizer.from_pretrained(str(qwen_dir()), local_files_only=True)
+    from pytest_tokaudit.tokenizers.hf import import_transformers
+    return import_transformers().AutoTokenizer.from_pretrained(str(qwen_dir()), local_files_only=True)
 
 
 def test_the_direct_load_answers_as_transformers(tok, transformers_tok, records):
@@ -376,9 +366,8 @@ def test_tokenizers_alone_only_where_it_gives_what_transformers_would(tmp_path, 
     config = json.loads((qwen_dir() / "tokenizer_config.json").read_text(encoding="utf-8"))
     (tmp_path / "tokenizer_config.json").write_text(json.dumps({**config, **change}))
     (tmp_path / "tokenizer.json").symlink_to(qwen_dir() / "tokenizer.json")
-    from pytest_tokaudit.tokenizer import _load_direct
-
-    assert (_load_direct(tmp_path) is not None) is direct
+    from pytest_tokaudit.tokenizers.hf import load_direct
+    assert (load_direct(tmp_path) is not None) is direct
 
 
 # --- 8. ids outside the vocabulary --------------------------------------------------------

@@ -9,7 +9,7 @@ import shutil
 import pytest
 
 from conftest import TokProject, assert_no_crash, failure_section, summary_section
-from pytest_tokaudit.tokenizer import load_tokenizer
+from pytest_tokaudit.tokenizers.hf import load_tokenizer
 from tokdata import END_THINK, IM_END, THINK, byte_ids, qwen_dir, sample_records, split_token
 
 FAILED = pytest.ExitCode.TESTS_FAILED

@@ -1,0 +1,43 @@
+"""--tokaudit-baseline: a file that got worse than in an earlier JSON report fails."""
+
+from __future__ import annotations
+
+import pytest
+
+from ..base.findings import Finding
+from ..model.report import ReportError, regressions
+from ..model.summary import FileSummary
+from ..sources.reports import load
+
+
+class BaselineCheck:
+    """Fails a file that got worse than in an earlier --tokaudit-json report."""
+
+    def __init__(self, path: str):
+        try:
+            report = load(path)
+        except ReportError as exc:
+            raise pytest.UsageError(f"--tokaudit-baseline: {exc}") from None
+        self.path = report.name  # a URL without what would be a credential in it
+        self.files = report.metrics
+
+    @pytest.hookimpl
+    def pytest_tokaudit_check_file(self, summary, contract):
+        base = self.files.get(summary.path)
+        if base is None:
+            return None
+        worse = regressions(summary, base, contract.baseline_rel)
+        if not worse:
+            return None
+        return Finding(
+            "baseline",
+            f"worse than baseline {self.path} by more than {contract.baseline_rel:.0%}: "
+            + "; ".join(worse),
+        )
+
+    def compare(self, files: list[FileSummary]) -> dict[str, list[str]]:
+        now = {s.path for s in files}
+        return {
+            "new": sorted(now - self.files.keys()),
+            "vanished": sorted(self.files.keys() - now),
+        }

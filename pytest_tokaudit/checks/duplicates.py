@@ -1,0 +1,81 @@
+"""tokaudit_unique_text: the same completion under different record ids (paid for twice).
+
+A plugin on the public hooks: each batch adds a digest of every record's ids (stored, or
+rebuilt from its text) to the file's `unique_text` channel; the dataset check groups them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import pytest
+
+from ..base.formats import location
+from ..base.text import plural
+from ..model.fastids import canonical
+from ..model.outcome import Outcome
+from .dataset import DUPLICATES_SHOWN
+
+CHANNEL = "unique_text"
+
+
+def _digest(record: Any) -> str:
+    """A digest of the ids as canonical text (",1,2,3,"): the fast path's bytes as they are."""
+    text = record.ids_text() if hasattr(record, "ids_text") else canonical(record.ids)
+    return hashlib.blake2b(text, digest_size=12).hexdigest()
+
+
+class UniqueTextCheck:
+    """No completion stored under two record ids, across the dataset."""
+
+    @staticmethod
+    def reads(contract: Any) -> frozenset[str]:
+        """What of a record its batch hook reads: the ids, when the check is on."""
+        return frozenset({"ids"} if contract.unique_text else ())
+
+    @pytest.hookimpl
+    def pytest_tokaudit_dataset_checks(self, contract):
+        return [CHANNEL] if contract.unique_text else None
+
+    @pytest.hookimpl
+    def pytest_tokaudit_check_batch(self, records, contract, summary):
+        if not contract.unique_text:
+            return None
+        values = summary.channel(CHANNEL)
+        shard = summary.shard if summary.shards > 1 else None
+        for r in records:
+            values.append([_digest(r), r.line, r.id, shard])
+        return None
+
+    @pytest.hookimpl
+    def pytest_tokaudit_check_dataset(self, name, dataset, contract):
+        if name != CHANNEL:
+            return None
+        groups: dict[str, list[tuple[str, Any, Any, Any]]] = {}
+        total = 0
+        for path, values in dataset.channel(CHANNEL):
+            for digest, line, record_id, shard in values:
+                groups.setdefault(digest, []).append((path, line, record_id, shard))
+                total += 1
+        dup = []
+        for places in groups.values():
+            distinct = {rid for _, _, rid, _ in places}
+            if len(places) > 1 and (len(distinct) > 1 or None in distinct):
+                dup.append(places)
+        if not dup:
+            return Outcome.passed(f"{total:,} completions, none stored under two ids")
+        id_name = ".".join(contract.id_field) or "id"
+        lines = []
+        for places in dup[:DUPLICATES_SHOWN]:
+            where = ", ".join(
+                location(path, line) if shard is None else f"{path} (shard {shard}, line {line} of it)"
+                for path, line, _, shard in places)
+            ids = ", ".join(repr(rid) for rid in dict.fromkeys(rid for _, _, rid, _ in places))
+            lines.append(f"{id_name} {ids}: the same completion: {where}")
+        if len(dup) > DUPLICATES_SHOWN:
+            lines.append(f"... and {len(dup) - DUPLICATES_SHOWN:,} more")
+        extra = sum(len(p) - 1 for p in dup)
+        return Outcome.failed(
+            f"{plural(len(dup), 'completion')} stored under more than one id "
+            f"({plural(extra, 'record')} paid for twice)", lines)

@@ -1,0 +1,90 @@
+"""tokaudit_group_by: split the counts by the values of some fields (e.g. provider model).
+
+A plugin on the public hooks: each batch folds its records' counts into the file's
+`groups` channel (one entry per group: [values, records, billed, counted, |diff|]), so the
+JSON report carries them and shards merge by concatenation. The file check judges the mean
+|diff| ratio per group (when there is more than one), and the terminal summary gets a table
+by group over all files: a provider that drifts shows even when the file as a whole passes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from ..base.fields import MISSING, get_path
+from ..base.findings import Finding
+from ..model.records import Record, TextRecord
+
+CHANNEL = "groups"
+
+
+NONE = "(none)"
+
+
+def _value(record: Any, path: tuple[str, ...]) -> str:
+    plain = type(record) in (Record, TextRecord) and path[0] != record._key
+    value = get_path(record._data if plain else record.data, path)
+    if value is MISSING or value is None:
+        return NONE
+    return value if type(value) is str else repr(value)
+
+
+def totals(values: list[Any]) -> dict[tuple[str, ...], list[int]]:
+    """The channel's entries folded by group: values -> [records, billed, counted, |diff|]."""
+    out: dict[tuple[str, ...], list[int]] = {}
+    for key, *numbers in values:
+        acc = out.setdefault(tuple(key), [0, 0, 0, 0])
+        for i, n in enumerate(numbers):
+            acc[i] += n
+    return out
+
+
+def label(fields: tuple[str, ...], key: tuple[str, ...]) -> str:
+    return ", ".join(f"{f}={v}" for f, v in zip(fields, key))
+
+
+class GroupCheck:
+    """tokaudit_group_by: counts and sums per group of field values, the mean check per group."""
+
+    @staticmethod
+    def reads(contract: Any) -> frozenset[str]:
+        """What of a record its batch hook reads: its fields, when groups are configured."""
+        return frozenset({"data"} if contract.group_by else ())
+
+    @pytest.hookimpl
+    def pytest_tokaudit_check_batch(self, records, contract, summary):
+        if not contract.group_by:
+            return None
+        paths = [tuple(f.split(".")) for f in contract.group_by]
+        channel = summary.channel(CHANNEL)
+        index = {tuple(entry[0]): entry for entry in channel}
+        for r in records:
+            key = tuple(_value(r, p) for p in paths)
+            entry = index.get(key)
+            if entry is None:
+                entry = index[key] = [list(key), 0, 0, 0, 0]
+                channel.append(entry)
+            entry[1] += 1
+            entry[2] += r.count
+            entry[3] += r.n_ids
+            entry[4] += abs(r.n_ids - r.count)
+        return None
+
+    @pytest.hookimpl
+    def pytest_tokaudit_check_file(self, summary, contract):
+        limit = contract.count_mean_rel
+        if not contract.group_by or limit is None:
+            return None
+        groups = totals(summary.channels.get(CHANNEL, []))
+        if len(groups) < 2:
+            return None  # the file's own mean check says it
+        out = []
+        for key, (n, billed, _, absdiff) in sorted(groups.items()):
+            if billed and absdiff / billed > limit:
+                out.append(Finding(
+                    "count_mean",
+                    f"[{label(contract.group_by, key)}] mean |diff| {absdiff / n:.2f} / mean billed "
+                    f"{billed / n:,.1f} = {absdiff / billed:.3%} > {limit:.3%} ({n:,} records)"))
+        return out

@@ -1,0 +1,143 @@
+"""The built-in checks, implemented through the same hooks a user's conftest.py uses.
+
+Each is its own plugin, registered as ``tokaudit.<name>``, so ``-p no:tokaudit.count``
+turns one off.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Sequence
+
+import pytest
+
+from ..base.findings import Finding
+from ..model.summary import writable
+from ..tokenizers.hf import roundtrip
+
+if TYPE_CHECKING:
+    from ..model.contract import Contract
+    from ..model.records import AuditedRecord
+    from ..model.summary import SummaryView
+
+
+def _label(spec: str, token: int) -> str:
+    """The token as written, with its id when it was a name."""
+    return spec if spec.isdigit() else f"{spec} ({token})"
+
+
+class CountCheck:
+    """Billed count vs number of token ids, per record and on average per file."""
+
+    native_key = "count"  # the columnar path (engine/columnar.py) does this check natively
+
+    @staticmethod
+    def native(contract: Contract) -> bool:
+        return True
+
+    @pytest.hookimpl
+    def pytest_tokaudit_check_record(
+        self, record: AuditedRecord, contract: Contract
+    ) -> Finding | None:
+        billed, counted = record.count, record.n_ids
+        diff = counted - billed
+        if abs(diff) <= contract.count_tolerance(billed):
+            return None
+        pct = f", {diff / billed:+.1%}" if billed else ""
+        limit = contract.count_outlier_max
+        beyond = limit is not None and abs(diff) > (limit.value * billed if limit.relative else limit.value)
+        return Finding(
+            "count",
+            f"billed {billed}, counted {counted} ({diff:+d}{pct}) "
+            f"> max({contract.count_abs}, {contract.count_rel:.2%})".replace(".00%", "%")
+            + (f", beyond tokaudit_count_outlier_max = {limit}: never an allowed outlier"
+               if beyond else ""),
+            allowable=not beyond,
+        )
+
+    @pytest.hookimpl
+    def pytest_tokaudit_check_file(self, summary: SummaryView, contract: Contract) -> list[Finding]:
+        out = []
+        limit = contract.count_mean_rel
+        if limit is not None and summary.checked and summary.mean_ratio > limit:
+            out.append(Finding(
+                "count_mean",
+                f"mean |diff| {summary.mean_absdiff:.2f} / mean billed "
+                f"{summary.mean_billed:,.1f} = {summary.mean_ratio:.3%} > {limit:.3%}",
+            ))
+        return out
+
+
+class StructureCheck:
+    """Special tokens: required exactly once, required last, forbidden."""
+
+    native_key = "structure"
+
+    @staticmethod
+    def native(contract: Contract) -> bool:
+        return True
+
+    @pytest.hookimpl
+    def pytest_tokaudit_check_record(
+        self, record: AuditedRecord, contract: Contract
+    ) -> list[Finding] | None:
+        once, forbid = contract.require_once_ids, contract.forbid_ids
+        counts = record.count_each(once + forbid) if once or forbid else ()
+        out = []
+        for spec, token, n in zip(contract.require_once, once, counts):
+            if n != 1:
+                out.append(Finding("require_once", f"expected {_label(spec, token)} once, found {n} times"))
+        if contract.require_last_ids:
+            last = record.last_id
+            if last not in contract.require_last_ids:
+                want = " or ".join(map(_label, contract.require_last, contract.require_last_ids))
+                found = "no tokens" if last is None else contract.token_label(last)
+                out.append(Finding("require_last", f"expected last token {want}, found {found}"))
+        for spec, token, n in zip(contract.forbid, forbid, counts[len(once):]):
+            if n:
+                out.append(Finding("forbid", f"expected no {_label(spec, token)}, found {n}"))
+        return out or None  # pluggy drops None: nothing for the caller to unpack
+
+
+class RoundTripCheck:
+    """decode -> encode through the real tokenizer changes few tokens, in batches."""
+
+    @staticmethod
+    def reads(contract: Contract) -> frozenset[str]:
+        """What of a record its batch hook reads: the ids, when the round trip is on."""
+        return frozenset({"ids"} if contract.roundtrip_rel is not None else ())
+
+    @pytest.hookimpl
+    def pytest_tokaudit_check_batch(
+        self, records: Sequence[AuditedRecord], contract: Contract, summary: SummaryView
+    ) -> list[Finding] | None:
+        if contract.roundtrip_rel is None or not records:
+            return None
+
+        results = roundtrip(contract.tokenizer_object(), [r.ids for r in records])
+        out = []
+
+        figures = writable(summary)  # the round trip's own figures, kept in the summary
+        for record, rt in zip(records, results):
+            figures.add_roundtrip(rt.ratio)
+            if rt.ratio > contract.roundtrip_rel:
+                out.append(record.finding(
+                    "roundtrip",
+                    f"{rt.changed} of {record.n_ids} tokens change "
+                    f"({rt.ratio:.2%} > {contract.roundtrip_rel:.2%}); {rt.detail}",
+                ))
+        return out
+
+
+class EmptyCheck:
+    """A file with no audited record is suspicious unless allowed."""
+
+    @pytest.hookimpl
+    def pytest_tokaudit_check_file(self, summary: SummaryView, contract: Contract) -> Finding | None:
+        if summary.audited or contract.allow_empty or summary.read_error:
+            return None
+        if summary.records == 0:
+            return Finding("empty", "no records: the file is empty")
+        return Finding(
+            "empty",
+            f"no audited records: all {summary.records} skipped by tokaudit_where",
+        )

@@ -1,0 +1,390 @@
+"""The Arrow pass: the records of a columnar source (Parquet, Arrow IPC), checked vectorised.
+
+Each record batch is read with pyarrow (only the columns the contract reads) and the
+per-record facts the built-in checks need are computed column-wise with pyarrow compute:
+the length of each ids list, its last element, how often each contract token occurs, and
+which rows hold an unusable value. Python looks at a row's values only when the row is
+unusable (to word the same finding as the JSONL reader) or when a check asks for them
+(`record.ids`, `record.data`, the tokenizer round trip).
+
+Rows are numbered from 1 within the file and shown as `path:row N`. A large file is split
+across xdist workers by row groups; a shard's rows are numbered within it until the
+controller rebases them by the rows before it, which the file's footer gives exactly.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import TYPE_CHECKING, Any, Iterator
+
+from ..base.fields import _INDEX, MISSING, CountSum, count_paths, get_path
+from ..base.findings import Finding
+from ..model.contract import Contract
+from ..model.records import ReadOnlyRecord, Rejected, TextRecord, Unusable, _set
+from ..model.summary import FileSummary
+from ..sources.base import SourceError
+from ..sources.parquet import ParquetUnavailable
+from ..sources.parse import (
+    I64_MIN,
+    U64_MAX,
+    _count_problem,
+    _id_problem,
+    _schema,
+    _template_texts,
+    check_ids,
+    sum_terms,
+)
+from .observers import NONE, Observers
+from .plain import BATCH_RECORDS, _check_batch
+
+BATCH_ROWS = 256  # about 0.7M ids of a typical response each: memory stays small
+
+
+class ArrowRecord(ReadOnlyRecord):
+    """A row as the checks see it, from column-wise facts; its values are read on demand."""
+
+    __slots__ = ("line", "id", "count", "n_ids", "last_id", "_hits", "_ids_col", "_row",
+                 "_batch", "_ids")
+    if TYPE_CHECKING:
+        @property
+        def last_id(self) -> int | None: ...
+    _ids: list[int] | None
+    _hits: dict[int, Counter[int]]
+    _ids_col: Any
+    _batch: Any
+    _row: int
+
+    def __init__(self, line: int, record_id: Any, count: int, n_ids: int, last_id: int | None,
+                 hits: dict[int, Counter[int]], ids_col: Any, batch: Any, row: int) -> None:
+        # token -> Counter(row -> occurrences), for the contract's tokens, shared by the batch
+        _set(self, "line", line)
+        _set(self, "id", record_id)
+        _set(self, "count", count)
+        _set(self, "n_ids", n_ids)
+        _set(self, "last_id", last_id)
+        _set(self, "_hits", hits)
+        _set(self, "_ids_col", ids_col)
+        _set(self, "_batch", batch)
+        _set(self, "_row", row)
+        _set(self, "_ids", None)
+
+    @property
+    def ids(self) -> list[int]:
+        if self._ids is None:
+            ids = self._ids_col[self._row].as_py()
+            _set(self, "_ids", ids)
+            return ids
+        return self._ids
+
+    @property
+    def data(self) -> dict[str, Any]:
+        """The whole row (the columns the contract reads), as Python values."""
+        return self._batch.slice(self._row, 1).to_pylist()[0]
+
+    def occurrences(self, token: int) -> int:
+        return self.count_each((token,))[0]
+
+    def count_each(self, tokens: tuple[int, ...]) -> list[int]:
+        hits = self._hits
+        if all(t in hits for t in tokens):
+            return [hits[t][self._row] for t in tokens]
+        ids = self.ids
+        return [ids.count(t) for t in tokens]
+
+    def finding(self, check: str, message: str, allowable: bool = False) -> Finding:
+        return Finding(check, message, self.line, self.id, allowable)
+
+
+def _column(batch: Any, field: tuple[str, ...]) -> Any:
+    """The values at a dotted path (struct fields, list indices below the first name), or
+    MISSING; null where a row's value is null or its list too short."""
+    names = batch.schema.names
+    if field[0] not in names:
+        return MISSING
+    col = batch.column(names.index(field[0]))
+    for part in field[1:]:
+        col = _step(col, part)
+        if col is MISSING:
+            return MISSING
+    return col
+
+
+def _is_list(t: Any) -> bool:
+    import pyarrow as pa
+
+    return bool(pa.types.is_list(t) or pa.types.is_large_list(t))
+
+
+def _step(col: Any, part: str) -> Any:
+    """One part of a dotted path: a struct's field, or a list's element (`choices.0`)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if isinstance(col, pa.ChunkedArray):
+        col = col.combine_chunks()
+    t = col.type
+    if pa.types.is_struct(t):
+        return pc.struct_field(col, part) if t.get_field_index(part) >= 0 else MISSING
+    if _is_list(t) and _INDEX(part):
+        k = int(part)
+        long_enough = pc.fill_null(pc.greater(pc.list_value_length(col), k), False)
+        # `offsets` index the unsliced `values`; rows without element k take null.
+        at = pc.if_else(long_enough, pc.add(col.offsets[:-1], k), None)
+        return pc.take(col.values, at)
+    return MISSING
+
+
+def _field_type(schema: Any, field: tuple[str, ...]) -> Any:
+    """The type at a dotted path of the schema, or a string saying where it breaks."""
+    t: Any = schema
+    for k, part in enumerate(field):
+        if k and _is_list(t) and _INDEX(part):
+            t = t.value_type
+            continue
+        index = t.get_field_index(part) if hasattr(t, "get_field_index") else -1
+        if index < 0:
+            where = ".".join(field[:k]) or "the file"
+            return f"no column {'.'.join(field)!r} in {where} (columns: {', '.join(schema.names)})"
+        t = t.field(index).type
+    return t
+
+
+def _is_int_type(t: Any) -> bool:
+    import pyarrow as pa
+
+    return pa.types.is_integer(t)
+
+
+def _schema_problem(schema: Any, contract: Contract) -> str | None:
+    """A column the contract reads that is missing or of a type no row could pass with.
+
+    With a text template the ids column may be absent (the ids are rebuilt from the text);
+    an optional addend of a sum may be absent (it counts 0). Text columns are judged per
+    row, as in JSONL: a value that is not a string is a finding at its row."""
+    import pyarrow as pa
+
+    template = contract.text_template is not None
+    fields: list[tuple[str, tuple[str, ...], bool]] = [("id", contract.id_field, False)]
+    if isinstance(contract.count_field, CountSum):
+        fields += [("count", t.path, t.optional) for t in contract.count_field.terms]
+    else:
+        fields.append(("count", contract.count_field, False))
+    fields.append(("ids", contract.ids_field, template))
+    if contract.where:
+        fields.append(("where", contract.where, False))
+    if template:
+        assert contract.text_template is not None
+        fields += [("text", ph.path, ph.optional) for ph in contract.text_template.placeholders]
+    for role, field, optional in fields:
+        if not field:
+            continue
+        t = _field_type(schema, field)
+        if isinstance(t, str):
+            if optional:
+                continue
+            return t
+        name = ".".join(field)
+        if role == "ids" and not (_is_list(t) and _is_int_type(t.value_type)):
+            return f"column {name!r} must be a list of integer token ids, found {t}"
+        if role == "count" and not _is_int_type(t):
+            return f"column {name!r} must be an integer column, found {t}"
+        if role == "id" and not (_is_int_type(t) or pa.types.is_string(t) or pa.types.is_large_string(t)):
+            return f"column {name!r} must hold strings or integers, found {t}"
+    return None
+
+
+def _top_columns(contract: Contract, schema: Any) -> list[str]:
+    """The top-level columns the contract reads that the file has (a missing one that
+    matters is a schema problem already)."""
+    fields = [contract.id_field, *count_paths(contract.count_field), contract.ids_field, contract.where]
+    if contract.text_template is not None:
+        fields += contract.text_template.paths
+    if contract.finish_reason:
+        fields.append(contract.finish_reason_field)
+    fields += [tuple(f.split(".")) for f in contract.group_by]
+    names = set(schema.names)
+    return [name for name in dict.fromkeys(f[0] for f in fields if f) if name in names]
+
+
+def audit_arrow(source: Any, path: Any, contract: Contract, hook: Any, summary: FileSummary,
+                groups: tuple[int, int] | None = None, observers: Observers = NONE) -> None:
+    """Read the rows of `path` (or of its groups [first, end)) through `source` (an
+    ArrowSource: Parquet, Arrow IPC), check them, fill `summary`.
+
+    `path` is a local Path, or a remote.RemoteFile (read through its file object)."""
+    try:
+        source.library()
+    except ParquetUnavailable as exc:
+        summary.read_error = str(exc)
+        summary.add_finding(Finding("read", summary.read_error))
+        return
+    try:
+        table = source.open_table(path)
+    except SourceError as exc:
+        summary.read_error = f"cannot open: {exc}" if exc.at_open else f"cannot read {source.what}: {exc}"
+        summary.add_finding(Finding("read", summary.read_error))
+        return
+    except Exception as exc:  # noqa: BLE001 - pyarrow raises several kinds for a bad footer
+        summary.read_error = f"cannot read {source.what}: {_short(exc)}"
+        summary.add_finding(Finding("read", summary.read_error))
+        return
+    try:
+        _audit_table(source, table, contract, hook, summary, groups, observers)
+    finally:
+        table.close()
+
+
+def _audit_table(source: Any, table: Any, contract: Contract, hook: Any, summary: FileSummary,
+                 groups: tuple[int, int] | None, observers: Observers) -> None:
+    problem = _schema_problem(table.schema, contract)
+    if problem:
+        summary.records = summary.lines = table.rows(groups)
+        summary.read_error = problem
+        summary.add_finding(Finding("schema", problem))
+        return
+    tokens = tuple(dict.fromkeys(contract.require_once_ids + contract.forbid_ids))
+    line = 0
+    try:
+        rows_of = _text_rows_of if contract.text_template is not None else _rows_of
+        for batch in table.batches(groups, _top_columns(contract, table.schema), BATCH_ROWS):
+            records: list[Any] = []
+            pending: list[Finding] = []
+            unusable: list[Unusable] = []
+            for item in rows_of(batch, line, contract, tokens):
+                summary.records += 1
+                if item is None:
+                    summary.skipped += 1
+                    continue
+                summary.audited += 1
+                if type(item) is Rejected:
+                    pending += item.findings
+                    if item.count is not None:
+                        summary.billed_unusable += item.count
+                        summary.unusable_billed += 1
+                    at = item.findings[0].line
+                    assert at is not None  # _rows_of gives each finding its row
+                    unusable.append(Unusable(at, item.record_id, item.count))
+                else:
+                    records.append(item)
+                if len(records) + len(unusable) >= BATCH_RECORDS:
+                    _check_batch(records, pending, unusable, contract, hook, summary, observers.sink)
+                    records, pending, unusable = [], [], []
+            line += batch.num_rows
+            summary.lines = line
+            _check_batch(records, pending, unusable, contract, hook, summary, observers.sink)
+            if observers.meter is not None:  # rows only: no byte position through pyarrow
+                observers.meter.tick(summary.records, None)
+    except SourceError as exc:  # the storage failed mid-file: keep what was read, say where
+        summary.read_error = f"{exc} (after row {line})"
+        summary.add_finding(Finding("read", summary.read_error))
+    except Exception as exc:  # noqa: BLE001 - a corrupt page: keep what was read, say where
+        summary.read_error = f"cannot read {source.what}: {_short(exc)} (after row {line})"
+        summary.add_finding(Finding("read", summary.read_error))
+
+
+def _short(exc: Exception) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}"
+
+
+def _rows_of(batch: Any, before: int, contract: Contract,
+             tokens: tuple[int, ...]) -> Iterator[ArrowRecord | Rejected | None]:
+    """Each row of a batch: an ArrowRecord, a Rejected with its findings, or None (skipped)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    n = batch.num_rows
+    ids_col = _column(batch, contract.ids_field)
+    if isinstance(ids_col, pa.ChunkedArray):
+        ids_col = ids_col.combine_chunks()
+    lengths = pc.list_value_length(ids_col)
+    flat = pc.list_flatten(ids_col)
+    parents = pc.list_parent_indices(ids_col)
+    # Rows with an element no token id can be: null or negative.
+    bad_elem = pc.or_(pc.is_null(flat), pc.less(pc.fill_null(flat, 0), 0))
+    bad_rows = set(pc.take(parents, pc.indices_nonzero(bad_elem)).to_pylist())
+    bad_rows.update(pc.indices_nonzero(pc.is_null(lengths)).to_pylist())
+    # The last element of each non-empty list: at the end of its run in the flat values.
+    filled = pc.fill_null(lengths, 0)
+    ends = pc.cumulative_sum(filled)
+    nonempty = pc.greater(filled, 0)
+    last_at = pc.if_else(nonempty, pc.subtract(ends, 1), None)
+    lasts = pc.take(flat, last_at).to_pylist()
+    hits = {t: Counter(pc.take(parents, pc.indices_nonzero(pc.equal(flat, t))).to_pylist())
+            for t in tokens}
+    id_vals = _values(batch, contract.id_field) if contract.id_field else [None] * n
+    count_field = contract.count_field
+    if isinstance(count_field, CountSum):
+        terms = [(t, _values(batch, t.path, n)) for t in count_field.terms]
+        count_name = str(count_field)
+    else:
+        count_vals = _values(batch, count_field)
+        count_name = ".".join(count_field)
+    flags = _values(batch, contract.where) if contract.where else None
+    n_ids = filled.to_pylist()
+    id_name = ".".join(contract.id_field)
+    ids_name = ".".join(contract.ids_field)
+    for row in range(n):
+        line = before + row + 1
+        if flags is not None and not flags[row]:
+            yield None
+            continue
+        problems = []
+        rid = id_vals[row]
+        if contract.id_field and not (type(rid) is str or type(rid) is int and I64_MIN <= rid <= U64_MAX):
+            problems.append(_id_problem(rid, id_name))
+            rid = None
+        if isinstance(count_field, CountSum):
+            count = _sum(terms, row, problems, count_name)
+        else:
+            count = count_vals[row]
+            if not (type(count) is int and 0 <= count <= U64_MAX):
+                problems.append(_count_problem(count, count_name))
+                count = None
+        if row in bad_rows:
+            why = check_ids(ids_col[row].as_py(), ids_name)
+            assert why is not None  # a null list or element, or a negative id: never valid
+            problems.append(why)
+        if problems or count is None:
+            yield Rejected([Finding("schema", p, line, rid) for p in problems], rid, count)
+            continue
+        yield ArrowRecord(line, rid, count, n_ids[row], lasts[row], hits, ids_col, batch, row)
+
+
+def _sum(terms: list[tuple[Any, list[Any]]], row: int, problems: list[str], formula: str) -> int | None:
+    """A billing sum for one row, as the JSONL reader's (an optional addend that is null, or
+    whose column is absent, counts 0)."""
+    return sum_terms(((term, values[row]) for term, values in terms), formula, problems)
+
+
+def _text_rows_of(batch: Any, before: int, contract: Contract,
+                  tokens: tuple[int, ...]) -> Iterator[TextRecord | Rejected | None]:
+    """Rows read with a text template: each row as the Python object its JSONL twin holds
+    (the columns read), judged by the JSONL reader's own functions, so the findings are
+    the same. The text is needed as Python strings anyway, to be encoded.
+
+    Parquet has no absent field, only null: a null ids list counts as absent (the ids
+    are rebuilt from the text), and a null where a path breaks is named as null."""
+    ids_field = contract.ids_field
+    for row, obj in enumerate(batch.to_pylist()):
+        line = before + row + 1
+        if contract.where:
+            flag = get_path(obj, contract.where)
+            if flag is MISSING or not flag:
+                yield None
+                continue
+        parent = get_path(obj, ids_field[:-1]) if len(ids_field) > 1 else obj
+        if type(parent) is dict and ids_field[-1] in parent and parent[ids_field[-1]] is None:
+            del parent[ids_field[-1]]
+        problems, record_id, count, ids = _schema(obj, contract, True)
+        texts = _template_texts(obj, contract, problems)
+        if problems or texts is None:
+            yield Rejected([Finding("schema", p, line, record_id) for p in problems], record_id, count)
+            continue
+        yield TextRecord(line, obj, record_id, count, ids, texts=texts)
+
+
+def _values(batch: Any, field: tuple[str, ...], n: int = 0) -> list[Any]:
+    """The Python values at a dotted path; [None] * n where the file has no such column."""
+    col = _column(batch, field)
+    return [None] * n if col is MISSING else col.to_pylist()

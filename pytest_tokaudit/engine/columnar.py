@@ -1,0 +1,409 @@
+"""JSONL in chunks: each line parsed by simdjson with its ids straight into an int64
+buffer, the built-in checks run over the chunk's columns with numpy, and every other line
+left to the per-line path.
+
+A part is read in chunks of about CHUNK bytes cut at newlines (`pieces`, which cuts lines and
+byte ranges exactly as reader.Lines does). Each line of a chunk is parsed with simdjson; the
+contract's fields are read from it (the ids as one int64 buffer, never as Python ints), and
+the count and structure checks run over the whole chunk at once. A record that passes them
+is folded into the summary in bulk. Every other line goes through audit.PlainPass, the exact
+per-line path, which words every finding: a record with any finding, a line that is not
+exactly `{...}` (blank, CRLF, a byte order mark, white space around it), a line simdjson
+refuses, a contract key given twice (simdjson reads the first, orjson the last), a nested
+list among the ids, an id that is not an int64, a count or id of another type.
+
+It is used only where it gives what the per-line path gives (see `plan`): no per-record or
+batch hook of a plugin other than the built-ins, no text template, round trip, group_by,
+unique_text or finish_reason, top-level fields only. TOKAUDIT_COLUMNAR=0 forces the per-line
+path; =1 uses this one whenever it is valid, whatever the part's size.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+from pathlib import Path
+from typing import Any, Iterator, NamedTuple
+
+from ..base.findings import Finding, as_findings
+from ..model.contract import Contract
+from ..model.summary import FileSummary, SummaryView
+from ..sources.base import LfsPointer, ReadError
+from ..sources.jsonl import JSON_WS, _chunks, line_range
+from .observers import NONE, Observers
+from .plain import PlainPass, read_error_text
+
+ENV = "TOKAUDIT_COLUMNAR"
+
+
+CHUNK = 1 << 20  # bytes of lines checked at once
+
+
+MIN_BYTES = 4 << 20  # smaller parts stay on the per-line path: importing numpy costs more
+
+
+I64_MAX = 2**63 - 1
+
+
+# What a light row (_Row) holds: a batch hook whose `reads(contract)` is within this gets
+# one per clean record; any other batch hook (a user's, by default) makes the part take
+# the per-line path, where it gets full records.
+LIGHT = frozenset({"line", "id", "count", "n_ids"})
+
+
+class Plan(NamedTuple):
+    """Which built-in per-record checks are registered (-p no:tokaudit.count drops one)."""
+
+    count_check: bool
+    structure_check: bool
+
+
+def plan(path: Any, contract: Contract, hook: Any, start: int = 0, end: int | None = None
+         ) -> Plan | None:
+    """How the columnar path would run this part, or None where the per-line path must."""
+    mode = os.environ.get(ENV, "")
+    if mode == "0":
+        return None
+    if (contract.text_template is not None or contract.finish_reason
+            or type(contract.count_field) is not tuple):
+        return None  # fields the line parser must read as Python objects
+    fields = [f for f in (contract.ids_field, contract.count_field, contract.id_field,
+                          contract.where) if f]
+    if any(len(f) != 1 for f in fields) or len({f[0] for f in fields}) != len(fields):
+        return None  # nested paths (and a field read twice) stay on the per-line path
+    tokens = contract.require_once_ids + contract.require_last_ids + contract.forbid_ids
+    if any(t > I64_MAX for t in tokens):
+        return None
+    try:
+        record = hook.pytest_tokaudit_check_record.get_hookimpls()
+        batch = hook.pytest_tokaudit_check_batch.get_hookimpls()
+    except AttributeError:  # not a pluggy hook relay
+        return None
+    # Each check says what it needs (checks/): a per-record check whose work is done here
+    # declares `native(contract)`; a batch hook, the fields of a record it `reads`.
+    for impl in record:
+        native = getattr(impl.plugin, "native", None)
+        if native is None or not native(contract):
+            return None  # a per-record check that needs every record as a Python object
+    for impl in batch:
+        reads = getattr(impl.plugin, "reads", None)
+        if reads is None or not reads(contract) <= LIGHT:
+            return None  # a batch hook that may read any field of a record
+    if mode != "1" and _size(path, start, end) < MIN_BYTES:
+        return None
+    try:
+        import numpy  # noqa: F401
+        import simdjson  # noqa: F401
+    except ImportError:
+        return None
+    names = {getattr(i.plugin, "native_key", None) for i in record}
+    return Plan("count" in names, "structure" in names)
+
+
+def _size(path: Any, start: int, end: int | None) -> int:
+    if end is not None:
+        return end - start
+    size = getattr(path, "size", None)  # a remote.RemoteFile knows its size, or None
+    if size is None and isinstance(path, Path):
+        try:
+            size = path.stat().st_size
+        except OSError:
+            return 0
+    return (size or 0) - start
+
+
+def pieces(path: Any, start: int = 0, end: int | None = None, limit: int = 64 << 20,
+           chunk: int | None = None) -> Iterator[bytes | int]:
+    """The lines of the part, as reader.Lines cuts them, in runs of whole lines.
+
+    Each bytes item is one or more lines, each ending in a newline but maybe the file's
+    last; an int is the size of one line longer than `limit`, read past without being held
+    (a longer line of white space only is a blank line, b"\\n"). Raises ReadError/LfsPointer
+    as reader._chunks does, after yielding the whole lines read before.
+    """
+    chunks = _chunks(path, start, chunk or CHUNK, None, end)
+    start, end = line_range(path, start, end)  # a compressed part: its own lines exactly
+    buf = bytearray()
+    base = 0  # file offset of buf[0], always the start of a line
+    if start:
+        base = start - 1
+        for first in chunks:  # the line straddling `start` belongs to the range before
+            at = first.find(b"\n")
+            if at >= 0:
+                buf += first[at + 1:]
+                base += at + 1
+                break
+            base += len(first)
+        else:
+            return
+    while True:
+        if end is not None:
+            if base >= end:
+                return
+            nl = buf.find(b"\n", max(0, end - 1 - base))
+            if nl >= 0:  # the last line starting before `end` ends here
+                yield bytes(buf[:nl + 1])
+                return
+        cut = buf.rfind(b"\n") + 1
+        if cut:
+            yield bytes(buf[:cut])
+            del buf[:cut]
+            base += cut
+        if len(buf) > limit:  # one line over the limit: count its bytes, keep none
+            size, text = len(buf), bool(buf.strip(JSON_WS))
+            buf.clear()
+            for block in chunks:
+                nl = block.find(b"\n")
+                if nl < 0:
+                    size += len(block)
+                    text = text or bool(bytes(block).strip(JSON_WS))
+                    continue
+                size += nl
+                text = text or bool(bytes(block[:nl]).strip(JSON_WS))
+                buf += block[nl + 1:]
+                break
+            else:
+                yield size if text else b" "  # the file's last line, no newline
+                return
+            yield size if text else b"\n"
+            base += size + 1
+            continue
+        more = next(chunks, None)
+        if more is None:
+            if buf:
+                yield bytes(buf)  # the last line has no newline
+            return
+        buf += more
+
+
+def audit_columnar(path: Any, contract: Contract, hook: Any, summary: FileSummary,
+                   start: int, end: int | None, how: Plan, observers: Observers = NONE) -> None:
+    """plain.audit_lines' work, chunk by chunk: the same summary, findings and lines."""
+    plain = PlainPass(contract, hook, summary, observers)
+    cols = _Columns(contract, how, plain, summary, hook)
+    line = 0
+    try:
+        for piece in pieces(path, start, end, plain.limit):
+            if type(piece) is int:
+                line += 1
+                plain.take(line, piece)
+            else:
+                assert isinstance(piece, bytes)
+                line = cols.chunk(piece, line)
+                if observers.meter is not None:  # records and time; bytes are not tracked here
+                    observers.meter.tick(summary.records, None)
+    except LfsPointer as exc:
+        summary.read_error = str(exc)
+    except ReadError as exc:
+        summary.read_error = read_error_text(exc, path, start, end, line)
+    finally:
+        summary.lines = line
+        summary.blank += cols.blank
+    plain.flush()
+    if summary.read_error:
+        summary.add_finding(Finding("read", summary.read_error))
+
+
+class _Columns:
+    """Parses the lines of a chunk with simdjson into columns, checks them with numpy and
+    folds the records that pass into the summary; the rest go line by line."""
+
+    def __init__(self, contract: Contract, how: Plan, plain: Any, summary: FileSummary,
+                 hook: Any):
+        import numpy
+        import simdjson
+
+        self.np = numpy
+        self.parser: Any = simdjson.Parser()  # its stubs type a document as any JSON value
+        self.array_type: Any = simdjson.Array
+        self.contract, self.how, self.plain, self.summary = contract, how, plain, summary
+        self.hook = hook
+        self.limit = plain.limit
+        self.blank = 0
+        self.ids_name = contract.ids_field[0]
+        self.count_name = contract.count_field[0]  # type: ignore[index] # plan(): a tuple
+        self.id_name = contract.id_field[0] if contract.id_field else None
+        self.where_name = contract.where[0] if contract.where else None
+        self.tokens = tuple(dict.fromkeys(contract.require_once_ids + contract.forbid_ids))
+
+    def chunk(self, data: bytes, line0: int) -> int:
+        """Audit a run of whole lines numbered from line0 + 1; the number of the last."""
+        lines = data.split(b"\n")
+        if data.endswith(b"\n"):
+            lines.pop()
+        odd: list[int] = []  # rows for the per-line path
+        rows: list[int] = []  # rows parsed into the columns below
+        bufs: list[Any] = []
+        counts: list[int] = []
+        record_ids: list[Any] = []
+        n_ids: list[int] = []
+        skipped = 0
+        parse: Any = self.parser.parse
+        array_type = self.array_type
+        ids_name, count_name, id_name, where_name = (
+            self.ids_name, self.count_name, self.id_name, self.where_name)
+        limit = self.limit
+        for row, line in enumerate(lines):
+            if line[:1] != b"{" or line[-1:] != b"}" or len(line) > limit:
+                odd.append(row)
+                continue
+            doc: Any
+            try:
+                doc = parse(line)
+            except Exception:  # noqa: BLE001 - invalid JSON or UTF-8, too deep...: the per-line path words it
+                odd.append(row)
+                continue
+            ids: Any = None
+            try:
+                keys = list(doc.keys())
+                if len(keys) != len(set(keys)):  # simdjson reads the first, orjson the last
+                    odd.append(row)
+                    continue
+                if where_name is not None:
+                    flag = doc.get(where_name)
+                    if type(flag) not in _SCALARS:  # a list or object: the per-line path decides
+                        odd.append(row)
+                        continue
+                    if not flag:
+                        skipped += 1
+                        continue
+                count = doc.get(count_name)
+                rid = doc.get(id_name) if id_name is not None else None
+                ids = doc.get(ids_name)
+                if (type(count) is not int or not 0 <= count < EXACT
+                        or id_name is not None and type(rid) is not str and type(rid) is not int
+                        or type(ids) is not array_type
+                        # as_buffer flattens nested lists, which the per-line path refuses
+                        or line.count(b"[") > 1 and b"[" in ids.mini[1:]):
+                    odd.append(row)
+                    continue
+                buf = ids.as_buffer(of_type="i")  # raises for a float, null, bool, past int64...
+                size = len(ids)
+            except Exception:  # noqa: BLE001 - any id that is not an int64: the per-line path
+                odd.append(row)
+                continue
+            finally:
+                doc = ids = None  # the parser is reused: no view of its document may live on
+            rows.append(row)
+            bufs.append(buf)
+            counts.append(count)
+            record_ids.append(rid)
+            n_ids.append(size)
+        return self.fold(lines, line0, odd, rows, bufs, counts, record_ids, n_ids, skipped)
+
+    def batch_hooks(self, records: list[_Row]) -> None:
+        found: list[Finding] = []
+        for result in self.hook.pytest_tokaudit_check_batch(
+            records=records, contract=self.contract, summary=SummaryView(self.summary),
+            unusable=[],
+        ):
+            found.extend(as_findings(result))
+        if found:  # none of this package's batch hooks finds anything here; never drop one
+            found.sort(key=lambda f: f.line or 0)
+            self.summary.add_record_findings(found)
+
+    def fold(self, lines: list[bytes], line0: int, odd: list[int], rows: list[int],
+             bufs: list[Any], counts: list[int], record_ids: list[Any], n_ids: list[int],
+             skipped: int) -> int:
+        """Check the parsed rows column-wise; fold those that pass, hand on the rest."""
+        np, contract, how, summary = self.np, self.contract, self.how, self.summary
+        n = len(lines)
+        if rows:
+            lens = np.array(n_ids, dtype=np.int64)
+            billed = np.array(counts, dtype=np.int64)
+            flat = np.frombuffer(b"".join(bufs), dtype=np.int64)
+            ends = np.cumsum(lens)
+
+            def per_row(mask: Any) -> Any:
+                """How many elements of each row the mask over `flat` marks (few do)."""
+                at = np.flatnonzero(mask)
+                return np.bincount(np.searchsorted(ends, at, side="right"), minlength=len(lens))
+
+            ok = per_row(flat < 0) == 0 if len(flat) and flat.min() < 0 else np.ones(len(lens), bool)
+            diff = np.abs(lens - billed)
+            if how.count_check:
+                tol = np.maximum(float(contract.count_abs), contract.count_rel * billed.astype(np.float64))
+                ok &= diff <= tol
+            if how.structure_check:
+                for token in contract.require_once_ids:
+                    ok &= per_row(flat == token) == 1
+                for token in contract.forbid_ids:
+                    ok &= per_row(flat == token) == 0
+                if contract.require_last_ids:
+                    last = flat[np.maximum(ends - 1, 0)] if len(flat) else np.zeros(len(lens), np.int64)
+                    last = np.where(lens > 0, last, -1)  # -1: no tokens, never a token id
+                    ok &= np.isin(last, np.array(contract.require_last_ids, dtype=np.int64))
+            good = np.flatnonzero(ok)
+            failed = np.flatnonzero(~ok)
+            if len(failed):  # a record with a finding: the per-line path words it
+                order = np.array(rows, dtype=np.int64)
+                odd = sorted(odd + order[failed].tolist())
+            n_clean = len(good)
+            if n_clean:
+                summary.checked += n_clean
+                summary.billed += int(billed[good].sum())
+                summary.counted += int(lens[good].sum())
+                worse = diff[good]
+                summary.absdiff += int(worse.sum())
+                summary.max_absdiff = max(summary.max_absdiff, int(worse.max()))
+                some = good[worse > 0]
+                if len(some):
+                    d = diff[some]
+                    top = some[np.lexsort((some, -d))[:WORST]]  # |diff| down, earliest line first
+                    for k in top.tolist():
+                        summary.rank(int(diff[k]), line0 + rows[k] + 1, record_ids[k], counts[k],
+                                     n_ids[k])
+            good_rows = good.tolist()
+        else:
+            good_rows = []
+            n_clean = 0
+        summary.records += n - len(odd)  # PlainPass counts its own
+        summary.skipped += skipped
+        summary.audited += n_clean
+        # The batch hooks (the ids and budget channels) get the clean rows as light records,
+        # in line order with the per-line path's batches: each run of clean rows between
+        # two odd rows goes after the per-line path has flushed the lines before it.
+        clean_rows = [rows[k] for k in good_rows]
+        take, limit = self.plain.take, self.limit
+        at = 0
+        for row in [*odd, n]:
+            stop = bisect.bisect_left(clean_rows, row, at)
+            if stop > at:
+                self.plain.flush()
+                self.batch_hooks([_Row(line0 + rows[k] + 1, record_ids[k], counts[k], n_ids[k])
+                                  for k in good_rows[at:stop]])
+                at = stop
+            if row < n:
+                raw = lines[row]
+                body = raw.strip(JSON_WS)
+                if not body:
+                    self.blank += 1
+                else:
+                    take(line0 + row + 1, len(raw) if len(raw) > limit else body)
+        return line0 + n
+
+
+class _Row:
+    """A clean record as the batch hooks that declare `reads` within LIGHT see it."""
+
+    __slots__ = ("line", "id", "count", "n_ids")
+
+    def __getattr__(self, name: str) -> Any:  # never a silent half-record
+        raise AttributeError(
+            f"record.{name}: this batch hook declared reads() = line, id, count, n_ids only "
+            "(the columnar path hands it those); add {name!r} to what it reads")
+
+    def __init__(self, line: int, record_id: Any, count: int, n_ids: int):
+        self.line, self.id, self.count, self.n_ids = line, record_id, count, n_ids
+
+    def finding(self, check: str, message: str, allowable: bool = False) -> Finding:
+        return Finding(check, message, self.line, self.id, allowable)
+
+
+_SCALARS = (str, int, float, bool, type(None))
+
+
+EXACT = 1 << 40  # billed counts below this: chunk sums and float comparisons stay exact
+
+
+WORST = 5

@@ -1,0 +1,106 @@
+"""A failed item's text: the one-line verdict, a line per bad record, where tolerances came from."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..base.findings import Finding
+from ..base.formats import location
+from ..base.text import record_label
+from ..model.contract import Contract
+from ..model.summary import FileSummary
+
+# Which contract keys a check's verdict depends on, to say where the tolerance came from.
+CHECK_KEYS = {
+    "count": ("count_abs", "count_rel", "count_outliers"),
+    "count_outliers": ("count_outliers",),
+    "count_mean": ("count_mean_rel",),
+    "require_once": ("require_once",),
+    "require_last": ("require_last",),
+    "forbid": ("forbid",),
+    "roundtrip": ("roundtrip_rel",),
+    "empty": ("allow_empty",),
+    "baseline": ("baseline_rel",),
+    "ids_match_text": ("text_template",),
+    "special_in_text": ("text_template",),
+}
+
+
+def finding_line(path: str, f: Finding, contract: Contract, offset: int = 0, note: str = "") -> str:
+    where = location(path, f.line + offset) if f.line is not None else path
+    return f"{where}: {record_label(contract.id_field, f.record_id)}{f.check}: {f.message}{note}"
+
+
+OUTLIER_NOTES = {True: " (allowed outlier)", False: "",
+                 None: " (outlier: judged with the whole file)"}  # summary.forgiven()
+
+
+def verdict(summary: FileSummary, contract: Contract) -> str:
+    """The first line: reads on its own as pytest's one-line FAILED summary."""
+    # Outlier records of checks over their allowance count too (findings of those checks,
+    # at most every outlier record: exact when one check's allowance is exceeded).
+    exceeded = sum(n for check, n in summary.outliers.items() if summary.forgiven(check) is False)
+    bad_records = summary.bad_records + min(exceeded, summary.outlier_records)
+    parts = []
+    if bad_records:
+        where = f" in shard {summary.shard + 1} of {summary.shards}" if summary.shard is not None else ""
+        parts.append(
+            f"{bad_records:,} of {summary.audited:,} audited records{where} break the contract"
+        )
+    parts += [f.message for f in summary.file_findings]
+    return "; ".join(parts) or "the file breaks the contract"
+
+
+def failure_lines(
+    summary: FileSummary, contract: Contract, offset: int = 0
+) -> tuple[str, list[str]]:
+    """(verdict, section lines) of one file's failure; the verdict is the first line."""
+    text = failure_text(summary, contract, offset)
+    return text.split("\n", 1)[0], text.split("\n")
+
+
+def failure_text(summary: FileSummary, contract: Contract, offset: int = 0) -> str:
+    """The failure section of one file: verdict, bad records, file-level findings, sources."""
+    lines = [verdict(summary, contract)]
+    shown = [(f, "") for f in summary.shown]
+    shown += [(f, OUTLIER_NOTES[summary.forgiven(f.check)]) for f in summary.shown_allowable]
+    shown.sort(key=lambda pair: pair[0].line or 0)  # shown findings all have a line
+    lines += [finding_line(summary.path, f, contract, offset, n) for f, n in shown]
+    more = summary.failing + summary.allowable - len(shown)
+    if more > 0:
+        lines.append(f"... and {more:,} more (tokaudit_max_shown = {summary.max_shown})")
+    for f in summary.file_findings:
+        lines.append(finding_line(summary.path, f, contract))
+    keys: list[str] = []
+    for check in summary.by_check:
+        # Every check's allowance is tokaudit_count_outliers (checks.py's are listed above).
+        for attr in CHECK_KEYS.get(check, ("count_outliers",) if check.endswith("_outliers") else ()):
+            if attr not in keys:
+                keys.append(attr)
+    if keys:
+        lines.append(f"contract: {contract.describe(tuple(keys))}")
+    return "\n".join(lines)
+
+
+@dataclass
+class Entry:
+    """One finding as CI shows it."""
+
+    level: str  # "error" or "warning" (an allowed outlier)
+    check: str
+    message: str
+    line: int | None = None  # a JSONL line, or a Parquet row (None: the file)
+    record_id: Any = None
+
+
+def entries(s: FileSummary) -> tuple[list[Entry], int]:
+    """(the shown findings in line order, then file-level ones; how many more not shown)."""
+    shown: list[tuple[Finding, str]] = [(f, "error") for f in s.shown]
+    shown += [(f, "warning" if s.complete and s.forgiven(f.check) is not False else "error")
+              for f in s.shown_allowable]
+    shown.sort(key=lambda pair: pair[0].line or 0)
+    out = [Entry(level, f.check, f.message, f.line, f.record_id) for f, level in shown]
+    more = s.failing + s.allowable - len(shown)
+    out += [Entry("error", f.check, f.message) for f in s.file_findings]
+    return out, max(more, 0)

@@ -1,0 +1,187 @@
+"""One pass over one file (or byte range): parse, check, summarise."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Sequence
+
+from ..base.findings import Finding, as_findings
+from ..base.text import size_text
+from ..model.contract import Contract
+from ..model.records import SKIPPED, AuditedRecord, Record, Rejected, Unusable
+from ..model.summary import FileSummary, SummaryView
+from ..sources.base import LfsPointer, ReadError
+from ..sources.frames import boundaries
+from ..sources.jsonl import Lines, is_compressed, max_line_bytes
+from ..sources.lines import rows_before
+from ..sources.parse import parse_line
+from .observers import NONE, Observers, Sink
+from .template import rebuild
+
+# Records are checked in batches so batch hooks (the tokenizer round trip) amortise their
+# calls; the id budget bounds the memory a batch of parsed ids may take.
+BATCH_RECORDS = 256
+
+
+BATCH_IDS = 1 << 18
+
+
+class HookError(Exception):
+    """A hook of a check answered something the audit cannot place: shown as its message."""
+
+
+class PlainPass:
+    """The per-line path over one part: each line parsed, checked in batches, summarised.
+
+    audit() feeds it every line; the columnar path (columnar.py) only the lines it does
+    not handle natively, so both give the same findings, ids and counts for them.
+    """
+
+    def __init__(self, contract: Contract, hook: Any, summary: FileSummary,
+                 observers: Observers = NONE):
+        self.contract, self.hook, self.summary = contract, hook, summary
+        self.sink = observers.sink
+        self.batch: list[Record] = []
+        self.pending: list[Finding] = []  # findings of unusable lines, in line order with the batch
+        self.unusable: list[Unusable] = []
+        self.batch_ids = 0
+        self.flushes = 0  # batches checked so far (progress lines follow them)
+        self.limit = max_line_bytes(contract)
+
+    def take(self, line: int, body: bytes | int) -> None:
+        """One non-blank line: its body stripped of white space, or its size if too long."""
+        summary = self.summary
+        summary.records += 1
+        if isinstance(body, int):  # longer than the limit: read past, never held or parsed
+            summary.audited += 1
+            self.pending.append(Finding(
+                "line_length",
+                f"line {line} is {body:,} bytes, over the limit of {size_text(self.limit)} "
+                "(tokaudit_max_line_bytes)",
+                line,
+            ))
+            self.unusable.append(Unusable(line, None, None))
+        else:
+            parsed = parse_line(body, line, self.contract)
+            if parsed is SKIPPED:
+                summary.skipped += 1
+                return
+            summary.audited += 1
+            if type(parsed) is Rejected:
+                self.pending += parsed.findings
+                if parsed.count is not None:  # spend is spend, checkable or not
+                    summary.billed_unusable += parsed.count
+                    summary.unusable_billed += 1
+                self.unusable.append(Unusable(line, parsed.record_id, parsed.count))
+            else:
+                self.batch.append(parsed)
+                self.batch_ids += parsed.n_ids
+        if len(self.batch) + len(self.unusable) >= BATCH_RECORDS or self.batch_ids >= BATCH_IDS:
+            self.flush()
+
+    def flush(self) -> None:
+        _check_batch(self.batch, self.pending, self.unusable, self.contract, self.hook,
+                     self.summary, self.sink)
+        self.batch, self.pending, self.unusable, self.batch_ids = [], [], [], 0
+        self.flushes += 1
+
+
+def audit_lines(
+    path: Path,
+    contract: Contract,
+    hook: Any,
+    summary: FileSummary,
+    start: int = 0,
+    end: int | None = None,
+    observers: Observers = NONE,
+) -> None:
+    """Read every line once, run every per-record check, fill `summary` (the plain path,
+    which the columnar path is held to). Line numbers are relative to `start`."""
+    plain = PlainPass(contract, hook, summary, observers)
+    take = plain.take
+    lines = Lines(path, start, end, plain.limit)
+    meter, flushed = observers.meter, 0
+    try:
+        for line, body in lines:
+            take(line, body)
+            if plain.flushes != flushed and meter is not None:  # a line every interval
+                flushed = plain.flushes
+                meter.tick(summary.records, lines.offset)
+    except LfsPointer as exc:
+        summary.read_error = str(exc)
+    except ReadError as exc:
+        summary.read_error = read_error_text(exc, path, start, end, lines.lines)
+    finally:
+        summary.lines = lines.lines
+        summary.blank += lines.blank
+    plain.flush()
+    if summary.read_error:
+        summary.add_finding(Finding("read", summary.read_error))
+
+
+def read_error_text(exc: Exception, path: Any, start: int, end: int | None, line: int) -> str:
+    """A read error and the file's line after which it happened: a shard's `line` is its
+    own, so the lines before the shard are counted (only now: the shard fails anyway)."""
+    later = ""
+    if end is not None and is_compressed(path):
+        bounds = boundaries(path) if isinstance(path, Path) else None
+        if bounds is not None and end < bounds[-1]:  # other shards read the frames after
+            later = ("; the lines of the rest of the damaged frame cannot be counted: later "
+                     "shards number their lines without them")
+    if start:
+        try:
+            return f"{exc} (after line {rows_before(path, start) + line}){later}"
+        except (OSError, ReadError):  # not countable: say whose line it is
+            return f"{exc} (after line {line} of the shard){later}"
+    return f"{exc} (after line {line}){later}"
+
+
+def _check_batch(
+    batch: Sequence[AuditedRecord], found: list[Finding], unusable: Sequence[Unusable],
+    contract: Contract, hook: Any, summary: FileSummary, sink: Sink | None = None,
+) -> None:
+    if contract.text_template is not None and batch:  # ids rebuilt from text, before any check
+        found.extend(rebuild(batch, contract))
+    for record in batch:
+        summary.add_counts(record.line, record.id, record.count, record.n_ids)
+        for result in hook.pytest_tokaudit_check_record(record=record, contract=contract):
+            for f in as_findings(result):
+                if f.line is None:
+                    f = Finding(f.check, f.message, record.line, record.id, f.allowable)
+                found.append(f)
+    if batch or unusable:
+        for result in hook.pytest_tokaudit_check_batch(
+            records=batch, contract=contract, summary=SummaryView(summary), unusable=unusable
+        ):
+            for f in as_findings(result):
+                if f.line is None:  # which record? Guessing would blame the wrong line
+                    raise HookError(
+                        f"pytest_tokaudit_check_batch returned a finding without a line: "
+                        f"{f.check}: {f.message}. Make it with record.finding(check, message), "
+                        "so that it names its record; file-level findings belong in "
+                        "pytest_tokaudit_check_file")
+                found.append(f)
+    # Hooks answer in their own order; the bounded list keeps the first lines of the file.
+    found.sort(key=lambda f: f.line or 0)
+    if found and sink is not None:  # --tokaudit-failures: every one, uncapped
+        sink.write(found, batch, unusable)  # first: an interrupt between never loses one
+    summary.add_record_findings(found)
+
+
+def check_file(path: Path, contract: Contract, hook: Any, summary: FileSummary) -> None:
+    """Judge each check's allowable findings against the allowance (here, not in a check a
+    plugin could turn off: without it every allowable finding would be forgiven), then run
+    the per-file checks on the complete (whole or merged) summary."""
+    allowed = contract.count_outliers.of(summary.audited)
+    for check, n in sorted(summary.outliers.items()):
+        if n > allowed:
+            what = "the count tolerance" if check == "count" else f"{check} (an allowable finding)"
+            summary.add_finding(Finding(
+                f"{check}_outliers",
+                f"{n} record{'s break' if n != 1 else ' breaks'} {what}, at most {allowed} "
+                f"allowed ({contract.count_outliers} of {summary.audited:,} audited)",
+            ))
+    view = SummaryView(summary)
+    for result in hook.pytest_tokaudit_check_file(path=path, summary=view, contract=contract):
+        for f in as_findings(result):
+            summary.add_finding(f if f.line is None else Finding(f.check, f.message))

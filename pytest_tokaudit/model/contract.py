@@ -1,0 +1,729 @@
+"""The contract: every tolerance and field name, resolved once from ini / -o / CLI.
+
+One list of keys (KEYS) says for each setting its ini type, its parser, its default and its
+help. Every way of making a contract goes through the same parsers: the ini file and -o
+(contract_from_config), a report's JSON (Contract.from_json), a conftest hook
+(Contract.replace), even dataclasses.replace (Contract.__post_init__). A bad value is a
+ContractError whose message names the key; contract_from_config makes it a UsageError.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+import shlex
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import pytest
+
+from ..base.fields import (
+    CountSum,
+    FieldError,
+    Template,
+    parse_count_formula,
+    parse_template,
+)
+from ..base.formats import default_glob
+from ..tokenizers.hf import load_tokenizer, resolve_tokens
+
+# Bounds: counts travel as JSON through orjson (64-bit integers at most), and a bad-record
+# list longer than MAX_SHOWN helps nobody.
+MAX_COUNT = 2**63 - 1
+
+
+MAX_SHOWN = 10**6
+
+
+MAX_SHARE = 100.0  # 10000%: a larger share is a typo, not a tolerance
+
+
+MAX_PRICE = 10**6  # per million tokens
+
+
+MAX_TOKEN_ID = 2**32 - 1  # tokenizers hold ids as u32
+
+
+# What this pytest reads: TOML tables that keep their types ([tool.pytest], pytest.toml) came
+# in pytest 9.0, ini types that are unions such as `str | int` in 9.2 ("int" and "float"
+# types in 8.4, but before 9.0 every value reaches a plugin as text or a list anyway).
+_PYTEST = tuple(int(p) for p in pytest.version_tuple[:2])
+
+
+_TYPED_TOML = _PYTEST >= (9, 0)
+
+
+_UNION_TYPES = _PYTEST >= (9, 2)
+
+
+class ContractError(ValueError):
+    """A configuration value that cannot be used; the message names the key."""
+
+
+def is_token_id(spec: str) -> bool:
+    """'151668' is an id; '²' and '٣' are not (str.isdigit alone accepts both)."""
+    return spec.isascii() and spec.isdigit()
+
+
+@dataclass(frozen=True, slots=True)
+class Allowance:
+    """How many records may break a per-record tolerance: a count or a share."""
+
+    value: float
+    relative: bool
+
+    def of(self, audited: int) -> int:
+        if self.relative:
+            # A share of the audited records, rounded down: 0.5% of 100 allows 0.
+            return math.floor(self.value * audited + 1e-9)
+        return int(self.value)
+
+    def __str__(self) -> str:
+        return _fmt_rel(self.value) if self.relative else str(int(self.value))
+
+
+def _fmt_rel(value: float) -> str:
+    return f"{value * 100:g}%"
+
+
+_WHOLE = re.compile(r"-?[0-9]+")  # the sign only to say "non-negative"
+
+
+_DECIMAL = re.compile(r"-?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)")
+
+
+def _unset(value: Any) -> bool:
+    return value is None or (isinstance(value, str) and not value.strip())
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _shown(value: Any) -> str:
+    return repr(value.strip()) if isinstance(value, str) else repr(value)
+
+
+def parse_count(value: Any, *, lo: int = 0, hi: int = MAX_COUNT) -> int:
+    """A whole number from `lo` to `hi`: 12 or '12'."""
+    text = value.strip() if isinstance(value, str) else None
+    if _is_int(value):
+        n = value
+    elif text is not None and _WHOLE.fullmatch(text):
+        n = int(text)
+    else:
+        raise ContractError(f"expected a whole number, got {_shown(value)}")
+    if n < 0:
+        raise ContractError(f"expected a non-negative whole number, got {_shown(value)}")
+    if n > hi:
+        raise ContractError(f"{n} is out of range: at most {hi:,}")
+    if n < lo:
+        raise ContractError(f"{n} is out of range: at least {lo:,}")
+    return n
+
+
+def parse_optional_count(value: Any) -> int | None:
+    return None if _unset(value) else parse_count(value)
+
+
+def parse_rel(value: Any, *, hi: float = MAX_SHARE) -> float:
+    """A share: '2%', '0.02', 0.02 -> 0.02."""
+    if _is_number(value):
+        share = float(value)
+    elif isinstance(value, str):
+        text = value.strip()
+        pct = text.endswith("%")
+        number = text[:-1].rstrip() if pct else text
+        if not _DECIMAL.fullmatch(number):
+            raise ContractError(f"expected a number like 0.02 or 2%, got {text!r}")
+        share = float(number) / 100 if pct else float(number)
+    else:
+        raise ContractError(f"expected a number like 0.02 or 2%, got {value!r}")
+    if not math.isfinite(share) or share < 0:
+        raise ContractError(f"expected a non-negative number, got {_shown(value)}")
+    if share > hi:
+        raise ContractError(f"{_shown(value)} is out of range: at most {_fmt_rel(hi)}")
+    return share
+
+
+def parse_optional_rel(value: Any) -> float | None:
+    return None if _unset(value) else parse_rel(value)
+
+
+def parse_allowance(value: Any) -> Allowance:
+    """A count of records (3, '3') or a share of them ('0.5%'); an Allowance as it is."""
+    if isinstance(value, Allowance):
+        if value.relative:
+            return Allowance(parse_rel(value.value, hi=1.0), relative=True)
+        if isinstance(value.value, float) and value.value.is_integer():
+            return Allowance(parse_count(int(value.value)), relative=False)
+        return Allowance(parse_count(value.value), relative=False)
+    if isinstance(value, str) and value.strip().endswith("%"):
+        return Allowance(parse_rel(value, hi=1.0), relative=True)
+    if _is_int(value) or (isinstance(value, str) and _WHOLE.fullmatch(value.strip())):
+        return Allowance(parse_count(value), relative=False)
+    raise ContractError(f"expected a count like 3 or a share like 0.5%, got {_shown(value)}")
+
+
+_TRUE = {"1", "true", "yes", "on", "y", "t"}
+
+
+_FALSE = {"0", "false", "no", "off", "n", "f"}
+
+
+def parse_bool(value: Any) -> bool:
+    """true/false, yes/no, on/off, 1/0 (the words pytest's own "bool" type takes)."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        low = value.strip().lower()
+        if low in _TRUE:
+            return True
+        if low in _FALSE:
+            return False
+    raise ContractError(f"expected true or false, got {_shown(value)}")
+
+
+def parse_words(value: Any) -> tuple[str, ...]:
+    """Words separated as in a shell ('a "b c"'), or a list of them (TOML, an "args" key)."""
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        try:
+            return tuple(shlex.split(value))
+        except ValueError as exc:
+            raise ContractError(f"cannot split {value!r}: {exc}") from None
+    if not isinstance(value, (list, tuple)):
+        raise ContractError(f"expected words or a list of them, got {value!r}")
+    words = []
+    for item in value:
+        if _is_int(item) and item >= 0:
+            item = str(item)  # a token id written as a TOML integer
+        if not isinstance(item, str) or not item:
+            raise ContractError(f"expected a list of non-empty strings, got {item!r} in {value!r}")
+        words.append(item)
+    return tuple(words)
+
+
+def parse_patterns(value: Any) -> tuple[str, ...]:
+    patterns = parse_words(value)
+    if not patterns:
+        raise ContractError("expected at least one file name pattern, like *.jsonl")
+    return patterns
+
+
+def parse_tokens(value: Any) -> tuple[str, ...]:
+    """Token ids and names; an id must fit a vocabulary (names are checked when resolved)."""
+    specs = parse_words(value)
+    for spec in specs:
+        if is_token_id(spec) and int(spec) > MAX_TOKEN_ID:
+            raise ContractError(f"token id {spec} is out of range: at most {MAX_TOKEN_ID:,}")
+    return specs
+
+
+def parse_field(value: Any) -> tuple[str, ...]:
+    """A field name; dots reach into nested objects ('usage.completion_tokens')."""
+    if isinstance(value, (tuple, list)):
+        parts = tuple(value)
+        text = ".".join(map(str, parts))
+    elif isinstance(value, str):
+        text = value.strip()
+        parts = tuple(text.split(".")) if text else ()
+    else:
+        raise ContractError(f"expected a field name like usage.completion_tokens, got {value!r}")
+    if any(not isinstance(p, str) or not p.strip() for p in parts):
+        raise ContractError(f"expected a field name like usage.completion_tokens, got {text!r}")
+    return parts
+
+
+def parse_required_field(value: Any) -> tuple[str, ...]:
+    parts = parse_field(value)
+    if not parts:
+        raise ContractError("must not be empty: name the field, like completion_tokens")
+    return parts
+
+
+def parse_count_field(value: Any) -> tuple[str, ...] | CountSum:
+    """A field, or a sum of fields: 'usage.completion_tokens + usage.x.reasoning_tokens?'."""
+    if isinstance(value, CountSum):
+        return value
+    if isinstance(value, str) and ("+" in value or "?" in value):
+        try:
+            return parse_count_formula(value)
+        except FieldError as exc:
+            raise ContractError(str(exc)) from None
+    return parse_required_field(value)
+
+
+def parse_optional_template(value: Any) -> Template | None:
+    """'{choices.0.message.reasoning?}</think>{choices.0.message.content}<|im_end|>'."""
+    if value is None or isinstance(value, Template):
+        return value
+    if not isinstance(value, str):
+        raise ContractError(f"expected a text template like {{choices.0.message.content}}<|im_end|>, "
+                            f"got {value!r}")
+    if not value.strip():
+        return None
+    try:
+        return parse_template(value.strip())
+    except FieldError as exc:
+        raise ContractError(str(exc)) from None
+
+
+def parse_optional_limit(value: Any) -> Allowance | None:
+    """How far off a record may be and still be forgiven: tokens (200) or a share of its
+    billed count (50%); unset: no limit."""
+    if _unset(value):
+        return None
+    if isinstance(value, Allowance):
+        return value
+    if isinstance(value, str) and value.strip().endswith("%"):
+        return Allowance(parse_rel(value), relative=True)
+    if _is_int(value) or (isinstance(value, str) and _WHOLE.fullmatch(value.strip())):
+        return Allowance(parse_count(value), relative=False)
+    raise ContractError(f"expected a count of tokens like 200 or a share like 50%, got {_shown(value)}")
+
+
+def parse_fields(value: Any) -> tuple[str, ...]:
+    """Field names separated by spaces ('provider model'), each checked like a field."""
+    words = parse_words(value)
+    for word in words:
+        parse_required_field(word)
+    return words
+
+
+def parse_path(value: Any) -> str:
+    if not isinstance(value, str):
+        raise ContractError(f"expected a path, got {value!r}")
+    return value.strip()
+
+
+def parse_optional_price(value: Any) -> float | None:
+    if _unset(value):
+        return None
+    if _is_number(value):
+        price = float(value)
+    elif isinstance(value, str) and _DECIMAL.fullmatch(value.strip()):
+        price = float(value.strip())
+    else:
+        raise ContractError(f"expected a price like 0.60, got {_shown(value)}")
+    if not math.isfinite(price) or price < 0:
+        raise ContractError(f"expected a non-negative price, got {_shown(value)}")
+    if price > MAX_PRICE:
+        raise ContractError(f"{_shown(value)} is out of range: at most {MAX_PRICE:,}")
+    return price
+
+
+@dataclass(frozen=True)
+class Key:
+    """One ini key: its contract attribute, parser, default, help and kind of value.
+
+    `kind` picks the type pytest reads the key with: "bool", "args" (words), "int" (a whole
+    number, never empty), "int?" (a whole number or a text: empty, '0.5%'), "float" (a
+    number or a text: '2%', empty), "string".
+    """
+
+    EXPECTS = {
+        "bool": "expected true or false",
+        "args": "expected words separated by spaces, or a list of strings",
+        "int": "expected a whole number",
+        "int?": "expected a whole number or a text",
+        "float": "expected a number or a text like 2%",
+        "string": "expected a string",
+    }
+
+    name: str
+    attr: str
+    parse: Callable[[Any], Any]
+    default: str
+    help: str
+    kind: str = "string"
+    doc: str = ""  # the README's meaning column (README.md's table is made from KEYS)
+
+    def readme_row(self) -> str:
+        if not self.default:
+            shown = "unset"
+        else:
+            shown = f"`{self.default}`"
+            if self.kind == "int" and int(self.default) >= 1 << 20 and int(self.default) % (1 << 20) == 0:
+                shown += f" ({int(self.default) >> 20} MiB)"
+        return f"| `{self.name}` | {shown} | {self.doc or self.help} |"
+
+    @property
+    def ini_type(self) -> Any:
+        """The `type` for parser.addini, so that a typed TOML table's values get through.
+
+        Text comes first wherever pytest allows: an ini file's strings then reach the parser
+        as written and are judged alike in every pytest. pytest 9.0 and 9.1 check a typed
+        table against one type only: there a bool key is "bool" (pytest reads 'true'), a
+        count "int" (pytest's int() reads the text), and a key that also takes text ('2%',
+        empty for unset) stays "string", so the table needs a string for it.
+        """
+        if self.kind == "args":
+            return "args"
+        if _UNION_TYPES:
+            unions = {"bool": str | bool, "int": str | int, "int?": str | int, "float": str | float}
+            return unions.get(self.kind, "string")
+        if _TYPED_TOML and self.kind in ("bool", "int"):
+            return self.kind
+        return "string"
+
+
+KEYS: tuple[Key, ...] = (
+    Key("tokaudit_glob", "glob", parse_patterns, default_glob(),
+        "file name patterns collected as audit items", "args",
+        doc="file name patterns collected as audit items (see Data sources)"),
+    Key("tokaudit_ids_field", "ids_field", parse_required_field, "output_ids",
+        "field holding the token ids (dots reach into nested objects)",
+        doc="field holding the token ids; dots reach into nested objects and numbers index lists (`response.ids`, `choices.0.ids`)"),
+    Key("tokaudit_count_field", "count_field", parse_count_field, "completion_tokens",
+        "field holding the billed token count, or a sum of fields (a + b?)",
+        doc="field holding the billed count (`usage.completion_tokens` works), or a sum for providers that bill reasoning apart: `usage.completion_tokens + usage.completion_tokens_details.reasoning_tokens?` (`?`: a missing or null addend counts 0); the budget and summaries use the same sum"),
+    Key("tokaudit_id_field", "id_field", parse_field, "sample_id",
+        "field identifying a record (empty: records have no id)",
+        doc="field naming a record, shown with every finding; a string or an int; empty: no ids"),
+    Key("tokaudit_where", "where", parse_field, "",
+        "audit only records whose field is present and truthy; others are skipped",
+        doc="audit only records whose field is present and truthy (e.g. `provider`: API responses, not local ones); the rest are counted as skipped"),
+    Key("tokaudit_count_abs", "count_abs", parse_count, "8",
+        "per record: |billed - counted| <= max(abs, rel * billed)", "int",
+        doc="per record: `abs(billed - len(ids)) <= max(abs, rel * billed)`, as `pytest.approx`"),
+    Key("tokaudit_count_rel", "count_rel", parse_rel, "2%",
+        "per record: relative part of the count tolerance (0.02 or 2%)", "float",
+        doc="the relative part of that tolerance"),
+    Key("tokaudit_count_outliers", "count_outliers", parse_allowance, "0",
+        "per file: records allowed to break the count tolerance (3 or 0.5%)", "int?",
+        doc="per file: audited records allowed to break the count tolerance, a count (`3`) or a share of audited records (`0.5%`, rounded down); they are still listed, as allowed outliers. Each check's allowable findings are weighed against it on their own"),
+    Key("tokaudit_count_outlier_max", "count_outlier_max", parse_optional_limit, "",
+        "per record: a record off by more than this (200 or 50% of billed) is never an allowed outlier", "int?",
+        doc="per record: how far off an allowed outlier may be, tokens (`200`) or a share of its billed count (`50%`); a record off by more is a finding `tokaudit_count_outliers` never forgives"),
+    Key("tokaudit_count_mean_rel", "count_mean_rel", parse_optional_rel, "0.5%",
+        "per file: mean |diff| / mean billed must not exceed it (empty: off)", "float",
+        doc="per file: mean abs diff / mean billed must not exceed it (a real audit measured 0.04%); empty turns it off"),
+    Key("tokaudit_text_template", "text_template", parse_optional_template, "",
+        "how a completion's tokens are rebuilt from the record: {field} placeholders and special tokens",
+        doc="how a completion's tokens are rebuilt from its text (needs a tokenizer): `{dotted.path}` placeholders (`{path?}`: may be missing or null) and literal special tokens, e.g. `{choices.0.message.reasoning?}</think>{choices.0.message.content}<|im_end|>`. Records without the ids field are audited on the ids it yields; records with both are checked by `ids_match_text` (see Raw API responses)"),
+    Key("tokaudit_finish_reason_field", "finish_reason_field", parse_field, "choices.0.finish_reason",
+        "field holding the finish reason (judged by tokaudit_finish_reason)",
+        doc="field holding why the API stopped; a record without it (or with null) is not judged by `tokaudit_finish_reason`"),
+    Key("tokaudit_finish_reason", "finish_reason", parse_words, "",
+        "per record: allowed finish reasons (e.g. stop)", "args",
+        doc="per record: the allowed finish reasons (e.g. `stop`): a response cut at max_tokens (`length`) is a finding even when its ids end in `<|im_end|>`"),
+    Key("tokaudit_group_by", "group_by", parse_fields, "",
+        "fields whose values split the summary and the mean check into groups", "args",
+        doc="fields (e.g. `provider model`) whose values split the counts into groups: a table by group in the summary, a `groups` channel in the JSON report, and the mean check per group, so a provider that drifts shows even when its file passes"),
+    Key("tokaudit_require_once", "require_once", parse_tokens, "",
+        "per record: tokens that occur exactly once (ids, or names with a tokenizer)", "args",
+        doc="per record: each listed token occurs exactly once"),
+    Key("tokaudit_require_last", "require_last", parse_tokens, "",
+        "per record: the last token is one of these", "args",
+        doc="per record: the last token is one of these"),
+    Key("tokaudit_forbid", "forbid", parse_tokens, "",
+        "per record: tokens that never occur", "args",
+        doc="per record: none of these tokens occurs"),
+    Key("tokaudit_allow_empty", "allow_empty", parse_bool, "false",
+        "a file with no audited record passes", "bool",
+        doc="a file with no audited record passes instead of failing"),
+    Key("tokaudit_max_shown", "max_shown", lambda v: parse_count(v, hi=MAX_SHOWN), "20",
+        "cap on bad records shown per file (the rest are counted)", "int",
+        doc="bad records shown per file; the rest are counted, never dropped silently"),
+    Key("tokaudit_tokenizer", "tokenizer", parse_path, "",
+        "local Hugging Face tokenizer directory (relative to the ini file)",
+        doc="a LOCAL Hugging Face tokenizer directory (`tokenizer.json`, `tokenizer_config.json`); `--tokaudit-tokenizer=DIR` overrides it. Loaded once per process with `local_files_only`; nothing is downloaded"),
+    Key("tokaudit_trust_remote_code", "trust_remote_code", parse_bool, "false",
+        "allow a tokenizer's own Python code (auto_map) to run", "bool",
+        doc="let a tokenizer run its own code (`auto_map`, e.g. Kimi K2's `tokenization_kimi.py`); without it such a tokenizer is a usage error saying so"),
+    Key("tokaudit_roundtrip_rel", "roundtrip_rel", parse_optional_rel, "",
+        "per record: decode->encode edit distance / len(ids) must not exceed it", "float",
+        doc="per record: decode the ids (special tokens kept, no space clean-up), encode the text (no added special tokens); token edit distance / len(ids) must not exceed it (the seed used `5%`)"),
+    Key("tokaudit_max_line_bytes", "max_line_bytes", lambda v: parse_count(v, lo=1), "67108864",
+        "a JSONL line longer than this is one finding, read past without being held", "int",
+        doc="a JSONL line longer than this many bytes is a finding at its line, read past "
+            "without being held in memory (a corrupt or runaway line cannot exhaust memory)"),
+    Key("tokaudit_shard_size", "shard_size", parse_count, "134217728",
+        "files larger than this many bytes are audited in shards", "int",
+        doc="a file larger than this is audited as several items, so xdist spreads it over "
+            "workers: an even number of equal byte ranges of an uncompressed JSONL file, none "
+            "larger than this (an odd number would leave one of two workers idle at the end); "
+            "runs of whole zstd frames or BGZF members of about this many compressed bytes of "
+            "a `.zst` or `.gz` file (see Data sources); runs of row groups of about this many "
+            "compressed bytes of a Parquet file. `0` never shards"),
+    Key("tokaudit_budget", "budget", parse_optional_count, "",
+        "dataset: billed tokens summed over all files must not exceed it", "int?",
+        doc="dataset: billed tokens summed over every audited record of every file must not exceed it"),
+    Key("tokaudit_price_per_mtok", "price_per_mtok", parse_optional_price, "",
+        "dataset: price per million billed tokens, for the money column", "float",
+        doc="dataset: price per million billed tokens; the summary shows the money spent (and the cap in money)"),
+    Key("tokaudit_unique_ids", "unique_ids", parse_bool, "false",
+        "dataset: a record id appears once across all audited files", "bool",
+        doc="dataset: a record id appears once across all audited files; findings name each id and all its `file:line` places"),
+    Key("tokaudit_unique_text", "unique_text", parse_bool, "false",
+        "dataset: the same completion (same ids) appears under one record id only", "bool",
+        doc="dataset: the same completion (the same stored or rebuilt ids) under different record ids is a duplicate (a response paid for twice); findings name the ids and their `file:line` places"),
+    Key("tokaudit_expected_ids", "expected_ids", parse_path, "",
+        "dataset: manifest of ids that must have a record (relative to the ini file)",
+        doc="dataset: a manifest (JSONL with the id field, or one id per line) of ids that must have a record; missing ids are reported as a count and their first ranges"),
+    Key("tokaudit_cache_dir", "cache_dir", parse_path, "",
+        "folder of the incremental cache (relative to the ini file; default: pytest's cache)",
+        doc="folder of the incremental cache (relative to the ini file), for CI to keep between jobs; unset: `.pytest_cache/d/tokaudit` (see Incremental runs)"),
+    Key("tokaudit_baseline_rel", "baseline_rel", parse_rel, "10%",
+        "baseline: how much worse than the baseline a file may get", "float",
+        doc="with `--tokaudit-baseline`: how much worse than the baseline a file's mean diff ratio, records with findings or mean round-trip ratio may get"),
+)
+
+
+KEYS_BY_ATTR = {k.attr: k for k in KEYS}
+
+
+def readme_table() -> str:
+    """The configuration table of README.md, from KEYS."""
+    return "\n".join(["| key | default | meaning |", "|---|---|---|", *(k.readme_row() for k in KEYS)])
+
+
+TOKEN_ATTRS = ("require_once", "require_last", "forbid")
+
+
+def add_ini_keys(parser: pytest.Parser) -> None:
+    """Register every key with pytest, typed so that TOML values arrive as written."""
+    for key in KEYS:
+        default = f"default: {key.default}" if key.default else "default: unset"
+        parser.addini(key.name, f"tokaudit: {key.help} ({default})", type=key.ini_type,
+                      default=None)
+
+
+def parse_key(key: Key, value: Any) -> Any:
+    """`key`'s parser, its error messages prefixed with the key's name."""
+    try:
+        return key.parse(value)
+    except ContractError as exc:
+        raise ContractError(f"{key.name}: {exc}") from None
+
+
+@dataclass(frozen=True)
+class Contract:
+    """The resolved contract. Adjust it per path with `replace` (it validates, as ini does)."""
+
+    glob: tuple[str, ...]
+    ids_field: tuple[str, ...]
+    count_field: tuple[str, ...] | CountSum
+    id_field: tuple[str, ...]
+    where: tuple[str, ...]
+    count_abs: int
+    count_rel: float
+    count_outliers: Allowance
+    count_mean_rel: float | None
+    require_once: tuple[str, ...]
+    require_last: tuple[str, ...]
+    forbid: tuple[str, ...]
+    allow_empty: bool
+    max_shown: int
+    tokenizer: str
+    trust_remote_code: bool
+    roundtrip_rel: float | None
+    max_line_bytes: int
+    shard_size: int
+    budget: int | None
+    price_per_mtok: float | None
+    unique_ids: bool
+    expected_ids: str
+    baseline_rel: float
+    text_template: Template | None = None
+    finish_reason_field: tuple[str, ...] = ("choices", "0", "finish_reason")
+    finish_reason: tuple[str, ...] = ()
+    count_outlier_max: Allowance | None = None
+    unique_text: bool = False
+    group_by: tuple[str, ...] = ()
+    cache_dir: str = ""  # where results are cached, not a rule: no part of a cache key
+    # Token specs resolved to ids (names need the tokenizer); filled by resolve_tokens.
+    require_once_ids: tuple[int, ...] = ()
+    require_last_ids: tuple[int, ...] = ()
+    forbid_ids: tuple[int, ...] = ()
+    # key name -> (text as written, where it came from); for failure messages.
+    sources: dict[str, tuple[str, str]] = field(default_factory=dict, compare=False)
+
+    def __post_init__(self) -> None:
+        # Every way of making a contract lands here (dataclasses.replace too): parse each
+        # value again, so a text ('2%'), an int or the parsed value are all accepted and a bad
+        # one is refused, naming its key.
+        for key in KEYS:
+            object.__setattr__(self, key.attr, parse_key(key, getattr(self, key.attr)))
+        if self.roundtrip_rel is not None and not self.tokenizer:
+            raise ContractError(
+                "tokaudit_roundtrip_rel needs a tokenizer: set tokaudit_tokenizer to a local "
+                "tokenizer directory (or pass --tokaudit-tokenizer=DIR)"
+            )
+        if self.text_template is not None and not self.tokenizer:
+            raise ContractError(
+                "tokaudit_text_template needs a tokenizer: set tokaudit_tokenizer to a local "
+                "tokenizer directory (or pass --tokaudit-tokenizer=DIR)"
+            )
+
+    def replace(self, **changes: Any) -> Contract:
+        """A copy with some values changed, e.g. in pytest_tokaudit_contract.
+
+        Values take the forms the ini file takes: `count_rel="2%"` or `0.02`,
+        `count_outliers=5`, `"0.5%"` or an Allowance, `where="meta.provider"` or a tuple.
+        """
+        return self.replace_from("pytest_tokaudit_contract", **changes)
+
+    def replace_from(self, origin: str, **changes: Any) -> Contract:
+        """`replace`, naming `origin` as where the changed values came from."""
+        resolved = {"require_once_ids", "require_last_ids", "forbid_ids"}
+        unknown = sorted(changes.keys() - KEYS_BY_ATTR.keys() - resolved)
+        if unknown:
+            raise ContractError(f"unknown contract value {', '.join(unknown)}; known: "
+                                f"{', '.join(KEYS_BY_ATTR)}")
+        sources = dict(self.sources)
+        values = {}
+        for attr, value in changes.items():
+            if attr in resolved:
+                values[attr] = value
+                continue
+            key = KEYS_BY_ATTR[attr]
+            values[attr] = parse_key(key, value)
+            text = _source_text(key, value, values[attr])
+            sources[key.name] = (text, origin)
+        new = dataclasses.replace(self, **values, sources=sources)
+        if {*TOKEN_ATTRS, "tokenizer", "trust_remote_code"} & changes.keys():
+            new = new.resolve_tokens()
+        return new
+
+    def check_file_level(self, base: Contract) -> None:
+        """Raise ContractError if this per-file contract changes a dataset-level key of
+        `base`: dataset checks are judged once over all files, so a folder's value would be
+        silently ignored."""
+        changed = [KEYS_BY_ATTR[a].name for a in DATASET_ATTRS if getattr(self, a) != getattr(base, a)]
+        if changed:
+            raise ContractError(
+                f"{', '.join(changed)} {'is a dataset-level key' if len(changed) == 1 else 'are dataset-level keys'}, "
+                "judged once over every file: set it in the ini file, not per folder")
+
+    def count_tolerance(self, billed: int) -> float:
+        return max(self.count_abs, self.count_rel * billed)
+
+    @property
+    def needs_tokenizer(self) -> bool:
+        specs = self.require_once + self.require_last + self.forbid
+        return (self.roundtrip_rel is not None or self.text_template is not None
+                or not all(map(is_token_id, specs)))
+
+    def token_label(self, token: int) -> str:
+        """'151645' or, with a tokenizer, "151645 ('<|im_end|>')"."""
+        if not self.tokenizer:
+            return str(token)
+        try:
+            name = self.tokenizer_object().convert_ids_to_tokens(token)
+        except Exception:  # an id the vocabulary lacks: the number says enough
+            return str(token)
+        return f"{token} ({name!r})" if name is not None else str(token)
+
+    def tokenizer_object(self) -> Any:
+        """The tokenizer (loaded once per process), or None if not configured."""
+        if not self.tokenizer:
+            return None
+
+        return load_tokenizer(self.tokenizer, self.trust_remote_code)
+
+    def resolve_tokens(self) -> Contract:
+        """Turn token specs (ids or names) into ids; names need a tokenizer."""
+        resolved: dict[str, Any] = {}  # "<attr>_ids" -> a tuple of ids, for dataclasses.replace
+        for attr in TOKEN_ATTRS:
+            specs = getattr(self, attr)
+            key = KEYS_BY_ATTR[attr].name
+            names = [s for s in specs if not is_token_id(s)]
+            if not names:
+                resolved[attr + "_ids"] = tuple(int(s) for s in specs)
+                continue
+            if not self.tokenizer:
+                raise ContractError(
+                    f"{key}: token names {names} need a tokenizer; set tokaudit_tokenizer "
+                    "to a local tokenizer directory, or write token ids"
+                )
+
+            resolved[attr + "_ids"] = resolve_tokens(self.tokenizer_object(), specs, key)
+        return dataclasses.replace(self, **resolved)
+
+    def describe(self, attrs: tuple[str, ...]) -> str:
+        """'pytest.ini [tokaudit_count_abs = 8, ...]': values and where they came from."""
+        by_origin: dict[str, list[str]] = {}
+        for attr in attrs:
+            key = KEYS_BY_ATTR[attr].name
+            text, origin = self.sources.get(key, (KEYS_BY_ATTR[attr].default, "default"))
+            by_origin.setdefault(origin, []).append(f"{key} = {text}")
+        return "; ".join(f"{o} [{', '.join(v)}]" for o, v in by_origin.items())
+
+    def to_json(self) -> dict[str, str]:
+        """Every key as it would be written in pytest.ini (paths made absolute), but
+        tokaudit_cache_dir."""
+        out = {}
+        for key in KEYS:
+            if key.attr == "cache_dir":  # where this run cached, not a rule of the data
+                continue
+            text = self.sources.get(key.name, (key.default, "default"))[0]
+            if key.attr in PATH_ATTRS:
+                text = getattr(self, key.attr)
+            out[key.name] = text
+        return out
+
+    @classmethod
+    def from_json(cls, texts: Any, origin: str = "report") -> Contract:
+        """The contract a JSON report was made with (token names left unresolved).
+
+        ContractError names the key of a bad value; a key the report lacks takes its default.
+        """
+        if not isinstance(texts, dict):
+            raise ContractError(f"expected an object of tokaudit_* keys, got {texts!r}")
+        values, sources = {}, {}
+        for key in KEYS:
+            text = texts.get(key.name, key.default)
+            if not isinstance(text, str):
+                raise ContractError(f"{key.name}: expected a string as written in pytest.ini, "
+                                    f"got {text!r}")
+            values[key.attr] = parse_key(key, text)
+            sources[key.name] = (text, origin)
+        return cls(**values, sources=sources)
+
+
+PATH_ATTRS = ("tokenizer", "expected_ids", "cache_dir")
+
+
+DATASET_ATTRS = ("budget", "price_per_mtok", "unique_ids", "unique_text", "expected_ids")
+
+
+FIELD_ATTRS = ("ids_field", "count_field", "id_field", "where", "finish_reason_field")
+
+
+_PLAIN_WORD = re.compile(r"[^\s'\"\\]+")
+
+
+def _text(attr: str, value: Any) -> str:
+    """A value as it would be written in pytest.ini."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, tuple):
+        if attr in FIELD_ATTRS:
+            return ".".join(value)
+        return " ".join(w if _PLAIN_WORD.fullmatch(w) else shlex.quote(w) for w in value)
+    if isinstance(value, float) and attr != "price_per_mtok":
+        return _fmt_rel(value)
+    return "" if value is None else str(value)
+
+
+def _source_text(key: Key, raw: Any, value: Any) -> str:
+    """What a failure message quotes: the text as written; a bool, a list or a TOML number
+    as pytest.ini would hold it (pytest gives TOML's true as 'True', or as True)."""
+    if isinstance(raw, str) and key.kind != "bool":
+        return raw.strip()
+    return _text(key.attr, value)
+
+
+def money(tokens: int, contract: Contract) -> str:
+    if contract.price_per_mtok is None:
+        return ""
+    value = tokens * contract.price_per_mtok / 1e6
+    return f"${value:,.2f}" if value >= 1 or value == 0 else f"${value:.4f}"

@@ -1,0 +1,218 @@
+"""The records the check hooks see: read-only, one protocol (AuditedRecord) whatever the format."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Final,
+    NamedTuple,
+    NoReturn,
+    Protocol,
+    final,
+)
+
+from ..base.findings import Finding
+from . import fastids
+from .fastids import IdsText
+
+
+class AuditedRecord(Protocol):
+    """A well-formed record as the check hooks see it (read-only): the JSONL reader's
+    Record and the Parquet reader's ArrowRecord both are one.
+
+    Prefer `n_ids`, `last_id`, `occurrences` and `count_each` to `ids` and `data`, which
+    build Python objects for the whole record.
+    """
+
+    @property
+    def line(self) -> int:
+        """Its line (JSONL) or row (Parquet), from 1; within its shard for a shard."""
+
+    @property
+    def id(self) -> str | int | None:
+        """Its id; None when the contract has no id field."""
+
+    @property
+    def count(self) -> int:
+        """The billed token count."""
+
+    @property
+    def n_ids(self) -> int:
+        """How many token ids it holds."""
+
+    @property
+    def last_id(self) -> int | None:
+        """Its last token id; None if it has none."""
+
+    @property
+    def ids(self) -> list[int]:
+        """Its token ids."""
+
+    @property
+    def data(self) -> dict[str, Any]:
+        """The whole JSON object (JSONL); the columns the contract reads (Parquet)."""
+
+    def occurrences(self, token: int) -> int:
+        """How often `token` occurs in its ids."""
+
+    def count_each(self, tokens: tuple[int, ...]) -> list[int]:
+        """How often each of `tokens` occurs in its ids."""
+
+    def finding(self, check: str, message: str, allowable: bool = False) -> Finding:
+        """A Finding that names this record's line and id."""
+
+
+_set = object.__setattr__
+
+
+def read_only(name: str) -> NoReturn:
+    """What setting a record's attribute does (Record, TextRecord, parquet's ArrowRecord)."""
+    raise AttributeError(f"a record is read-only (cannot set {name!r}); a check returns "
+                         "findings, e.g. record.finding(check, message)")
+
+
+class ReadOnlyRecord:
+    """The base of the records hooks get (Record, parquet's ArrowRecord): read-only to a
+    type checker (properties) and at run time (any set raises). A subclass keeps its values
+    in plain slots, set with object.__setattr__, so every read stays as cheap as a slot."""
+
+    __slots__ = ()
+    if TYPE_CHECKING:
+        @property
+        def line(self) -> int: ...
+        @property
+        def id(self) -> str | int | None: ...
+        @property
+        def count(self) -> int: ...
+        @property
+        def n_ids(self) -> int: ...
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        read_only(name)
+
+    def __delattr__(self, name: str) -> None:
+        read_only(name)
+
+
+class Record(ReadOnlyRecord):
+    """One audited record: its line, parsed object, id, billed count and token ids.
+
+    On the fast path the ids stay as the JSON text of the array (fastids.IdsText):
+    counting, membership and the last id need no Python int per id. `ids` (and `data`)
+    parse them on first use, so a check that wants the list still gets it.
+    """
+
+    __slots__ = ("line", "_data", "id", "count", "_ids", "_text", "n_ids", "_key")
+    _data: dict[str, Any]
+    _ids: list[int] | None
+    _text: IdsText | None
+    _key: str
+
+    def __init__(self, line: int, data: dict[str, Any], record_id: Any, count: int,
+                 ids: list[int] | None, text: IdsText | None = None, key: str = ""):
+        _set(self, "line", line)
+        _set(self, "_data", data)
+        _set(self, "id", record_id)
+        _set(self, "count", count)
+        _set(self, "_ids", ids)
+        _set(self, "_text", text)
+        _set(self, "n_ids", len(ids) if ids is not None else text.n if text is not None else 0)
+        _set(self, "_key", key)
+
+    @property
+    def ids(self) -> list[int]:
+        if self._ids is None:
+            ids = self._text.to_list() if self._text is not None else []
+            _set(self, "_ids", ids)
+            return ids
+        return self._ids
+
+    @property
+    def data(self) -> dict[str, Any]:
+        if self._key and self._data.get(self._key) == fastids.SENTINEL:
+            self._data[self._key] = self.ids
+        return self._data
+
+    @property
+    def last_id(self) -> int | None:
+        if self._ids is None and self._text is not None:
+            return self._text.last()
+        return self._ids[-1] if self._ids else None
+
+    def occurrences(self, token: int) -> int:
+        return self.count_each((token,))[0]
+
+    def count_each(self, tokens: tuple[int, ...]) -> list[int]:
+        if self._ids is None and self._text is not None:
+            return self._text.count_each(tokens)
+        ids = self._ids or []
+        return [ids.count(t) for t in tokens]
+
+    def ids_text(self) -> bytes:
+        """The ids as canonical JSON text, ",1,2,3," (a digest's input: no list built)."""
+        if self._ids is None and self._text is not None:
+            return bytes(self._text.text)
+        return fastids.canonical(self._ids or [])
+
+    def finding(self, check: str, message: str, allowable: bool = False) -> Finding:
+        return Finding(check, message, self.line, self.id, allowable)
+
+
+class TextRecord(Record):
+    """A record read with a text template: `texts` holds each placeholder's text; the ids
+    are rebuilt from them in batches (template.py) before any check sees the record, into
+    `ids` when the record has none, else into `rebuilt` (for the ids_match_text check)."""
+
+    __slots__ = ("texts", "rebuilt", "from_text")
+    texts: tuple[str, ...]
+    rebuilt: list[int] | None
+    from_text: bool
+
+    def __init__(self, *args: Any, texts: tuple[str, ...] = (), **kw: Any):
+        super().__init__(*args, **kw)
+        _set(self, "texts", texts)
+        _set(self, "rebuilt", None)
+        _set(self, "from_text", self._ids is None and self._text is None)  # no ids field
+
+    def set_ids(self, ids: list[int]) -> None:
+        """The ids rebuilt from the text, set once before any check sees the record: its
+        ids when it has none, else `rebuilt`."""
+        if self.from_text:
+            _set(self, "_ids", ids)
+            _set(self, "n_ids", len(ids))
+        else:
+            _set(self, "rebuilt", ids)
+
+
+class _Skipped(enum.Enum):
+    """SKIPPED's type: an enum member, so a type checker tells it from a Record."""
+
+    SKIPPED = "skipped"
+
+
+SKIPPED: Final = _Skipped.SKIPPED
+
+
+class Unusable(NamedTuple):
+    """A record of a batch that could not be checked, for batch hooks that need every
+    record (the id checks, the budget): its line, and its id and billed count when they
+    could be read (else None)."""
+
+    line: int
+    id: str | int | None
+    billed: int | None
+
+
+@final  # so that `type(parsed) is Rejected` tells Rejected and Record apart, to mypy too
+@dataclass(frozen=True, slots=True)
+class Rejected:
+    """parse_line's answer for a record that cannot be checked: why, and what of it could
+    still be read (its id, a str or int; its billed count, an int >= 0), so that its
+    spend and its id are not lost."""
+
+    findings: list[Finding] = field(default_factory=list)
+    record_id: Any = None
+    count: int | None = None

@@ -1,0 +1,31 @@
+"""Outputs: each one module that declares its options and registers itself.
+
+An output reads the run result (model.result.RESULT) or, for what it shows while items run
+(progress, the failures file), hands its observer to each audit item; none reads the
+controller. A new output is one module plus one name in OUTPUTS.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from types import ModuleType
+
+import pytest
+
+# In the order their terminal lines appear.
+OUTPUTS = ("terminal", "jsonreport", "progress", "failures", "github", "markdown")
+
+
+def modules() -> list[ModuleType]:
+    return [import_module(f"{__name__}.{name}") for name in OUTPUTS]
+
+
+def add_options(parser: pytest.Parser, group: pytest.OptionGroup) -> None:
+    for module in modules():
+        module.add_options(parser, group)
+
+
+def configure(config: pytest.Config) -> None:
+    """With the audit on, after the controller: each output registers what it needs."""
+    for module in modules():
+        module.configure(config)

@@ -1,0 +1,278 @@
+"""--tokaudit-failures=PATH: every bad record, uncapped, one JSON line per finding.
+
+The quarantine list a training job drops. Findings are written as the audit goes, by the
+process that audits (each xdist worker, or the one process of `-n 0`), into its own part
+file next to PATH (`.NAME.RUN.WORKER.part`); the controller merges the parts into PATH at
+the end of the session, with shard lines rebased to the file (from the controller's
+summaries) and each item taken once (reruns and `--dist each` audit an item twice).
+
+A part is a sequence of blocks, one per audit item:
+`{"begin": nodeid, "path": ..., "shard": i}`, the item's findings, `{"end": nodeid,
+"complete": bool}`. The merge reads the markers, keeps one block per item (a complete
+one when there is one), and copies each block's findings in file order.
+
+Only findings at a record (a line, or a Parquet row) are listed; file-level verdicts and
+the dataset checks are not bad records.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import uuid
+from pathlib import Path
+from typing import Any, BinaryIO, Sequence
+
+import orjson
+import pytest
+
+from ..base.atomic import check_writable, replacing
+from ..base.findings import Finding
+from ..base.formats import location
+from ..engine.observers import SINK
+from ..model.result import RESULT, RunResult
+from ..model.summary import _BIG_INT, PROPERTY
+from ..sources.base import Part
+
+PREFIX = pytest.StashKey[str]()
+
+
+WORKERINPUT = "tokaudit_failures"
+
+
+def dumps(entry: dict[str, Any]) -> bytes:
+    try:
+        return orjson.dumps(entry) + b"\n"
+    except TypeError:  # an id past 64 bits: Python's json holds it
+        return json.dumps(entry, ensure_ascii=False).encode() + b"\n"
+
+
+class Sink:
+    """Where one process writes: its part file, opened at its first audit item.
+
+    A part that cannot be opened or written is given up, never an error of the item: the
+    controller finds the findings missing (it counts them against the summaries) and
+    fails the run, saying so.
+    """
+
+    def __init__(self, prefix: str, worker: str):
+        self.path = Path(f"{prefix}.{worker}.part")
+        self.fh: BinaryIO | None = None
+        self.broken = False
+        self.file = ""  # the current item's display path
+
+    def _put(self, data: bytes, flush: bool = False) -> None:
+        if self.broken:
+            return
+        try:
+            if self.fh is None:
+                self.fh = open(self.path, "ab")
+            self.fh.write(data)
+            if flush:
+                self.fh.flush()
+        except OSError:
+            self.broken = True
+            with contextlib.suppress(OSError):
+                if self.fh is not None:
+                    self.fh.close()
+            self.fh = None
+
+    def begin(self, nodeid: str, path: str, shard: int | None) -> None:
+        self.file = path
+        self._put(dumps({"begin": nodeid, "path": path, "shard": shard}))
+
+    def end(self, nodeid: str, complete: bool) -> None:
+        self._put(dumps({"end": nodeid, "complete": complete}), flush=True)
+
+    def write(self, found: Sequence[Finding], batch: Sequence[Any],
+              unusable: Sequence[Any] = ()) -> None:
+        """A batch's findings (lines relative to the item's part), with the record's counts
+        (an unusable record's billed count when it could be read; nothing counted)."""
+        if self.broken:
+            return
+        records = {r.line: r for r in batch}
+        billed_of = {u.line: u.billed for u in unusable}
+        out = []
+        for f in found:
+            if f.line is None:
+                continue
+            r = records.get(f.line)
+            out.append(dumps({
+                "location": location(self.file, f.line), "path": self.file, "line": f.line,
+                "id": f.record_id, "check": f.check, "message": f.message,
+                "billed": billed_of.get(f.line) if r is None else r.count,
+                "counted": None if r is None else r.n_ids,
+                "allowable": f.allowable,
+            }))
+        self._put(b"".join(out))
+
+    def close(self) -> None:
+        if self.fh is not None:
+            with contextlib.suppress(OSError):
+                self.fh.close()
+            self.fh = None
+
+
+class Writer:
+    """In each process that runs audit items: a block per item in this process's part."""
+
+    def __init__(self, config: pytest.Config, prefix: str):
+        worker = getattr(config, "workerinput", {}).get("workerid", "main")
+        self.sink = Sink(prefix, worker)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_call(self, item: Any):  # an audit item: one that reads a part
+        if not isinstance(getattr(item, "part", None), Part):
+            return (yield)
+        self.sink.begin(item.nodeid, item.display, item.shard[0] if item.shard else None)
+        item.stash[SINK] = self.sink  # handed to the item's pass (engine.observers)
+        complete = False
+        try:
+            return (yield)
+        finally:
+            for name, value in reversed(item.user_properties):
+                if name == PROPERTY and isinstance(value, (str, bytes)):
+                    complete = bool(orjson.loads(value).get("complete"))
+                    break
+            self.sink.end(item.nodeid, complete)
+
+    def pytest_unconfigure(self) -> None:
+        self.sink.close()
+
+
+class Merge:
+    """On the controller: hands workers the part prefix, merges the parts at the end."""
+
+    def __init__(self, config: pytest.Config, target: Path, prefix: str):
+        self.config = config
+        self.target = target
+        self.prefix = prefix
+        self.error: str | None = None
+        self.written = 0
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        node.workerinput[WORKERINPUT] = self.prefix
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if self.config.option.collectonly:
+            return
+        writer = self.config.pluginmanager.get_plugin("tokaudit.failures")
+        if writer is not None:
+            writer.sink.close()  # -n 0: this process's own part
+        parts = sorted(Path(self.prefix).parent.glob(Path(self.prefix).name + ".*.part"))
+        try:
+            self.written, missing = merge(parts, self.target, self.config.stash[RESULT])
+            if missing:
+                self.error = (f"INCOMPLETE: {self.target} lacks {missing:,} of the findings "
+                              "the audit counted (a part file next to it could not be written)")
+        except OSError as exc:
+            self.error = f"NOT written: cannot write {self.target}: {exc.strerror or exc}"
+        if self.error and session.exitstatus == 0:  # a job would read "no bad record"
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        for part in parts:
+            with contextlib.suppress(OSError):
+                part.unlink()
+
+    @pytest.hookimpl(trylast=True)  # after the controller's tokaudit summary
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.config.option.collectonly:
+            return
+        if self.error:
+            terminalreporter.write_line(f"tokaudit failures file {self.error}", red=True)
+        else:
+            terminalreporter.write_line(
+                f"tokaudit failures file: {self.config.getoption('tokaudit_failures')} "
+                f"({self.written:,} finding{'s' if self.written != 1 else ''} at records)")
+
+
+def blocks(part: Path) -> list[dict[str, Any]]:
+    """The item blocks of a part: nodeid, path, shard, byte range, complete (None: cut off)."""
+    out: list[dict[str, Any]] = []
+    current: dict[str, Any] | None = None
+    pos = 0
+    with open(part, "rb") as fh:
+        for line in fh:
+            if line.startswith((b'{"begin"', b'{"end"')):
+                marker = orjson.loads(line)
+                if current is not None:
+                    current["stop"] = pos
+                    if "end" in marker and marker["end"] == current["nodeid"]:
+                        current["complete"] = marker["complete"]
+                    out.append(current)
+                    current = None
+                if "begin" in marker:
+                    current = {"part": part, "nodeid": marker["begin"], "path": marker["path"],
+                               "shard": marker["shard"], "start": pos + len(line),
+                               "complete": None}
+            pos += len(line)
+    if current is not None:  # the worker stopped inside the item (a crash, a timeout)
+        current["stop"] = pos
+        out.append(current)
+    return out
+
+
+def choose(all_blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One block per item: the first complete one, else the first; in file order."""
+    chosen: dict[str, dict[str, Any]] = {}
+    for b in all_blocks:
+        old = chosen.get(b["nodeid"])
+        if old is None or (not old["complete"] and b["complete"]):
+            chosen[b["nodeid"]] = b
+    return sorted(chosen.values(), key=lambda b: (b["path"], b["shard"] or 0))
+
+
+def merge(parts: list[Path], target: Path, result: RunResult) -> tuple[int, int]:
+    """Write `target` from the parts (atomically): (findings written, findings at records
+    the items' summaries counted that no part holds)."""
+    picked = choose([b for part in parts for b in blocks(part)])
+    expected = {nodeid: s.findings - len(s.file_findings) for nodeid, s in result.items.items()}
+    n = 0
+    with replacing(target) as out:  # whole, or not at all; a FIFO is written in place
+        for b in picked:
+            offset = 0
+            if b["shard"] is not None:
+                offset = result.offsets.get(b["path"], {}).get(b["shard"], 0)
+            with open(b["part"], "rb") as fh:
+                fh.seek(b["start"])
+                data = fh.read(b["stop"] - b["start"])
+            lines = data.splitlines(keepends=True)
+            n += len(lines)
+            expected[b["nodeid"]] = expected.get(b["nodeid"], 0) - len(lines)
+            if not offset:
+                out.write(data)
+                continue
+            for line in lines:
+                entry = json.loads(line) if _BIG_INT.search(line) else orjson.loads(line)
+                entry["line"] += offset
+                entry["location"] = location(entry["path"], entry["line"])
+                out.write(dumps(entry))
+    return n, sum(v for v in expected.values() if v > 0)
+
+
+def add_options(parser: pytest.Parser, group: pytest.OptionGroup) -> None:
+    group.addoption(
+        "--tokaudit-failures", metavar="PATH", default=None,
+        help="write every bad record, uncapped, as JSON lines to PATH",
+    )
+
+
+def configure(config: pytest.Config) -> None:
+    """Register the writer (every process that audits) and, on the controller, the merge."""
+    option = config.getoption("tokaudit_failures")
+    if not option:
+        return
+    pm = config.pluginmanager
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is None:
+        target = Path(config.invocation_params.dir, option).absolute()
+        check_writable(target, "--tokaudit-failures")
+        prefix = str(target.parent / f".{target.name}.{uuid.uuid4().hex[:12]}")
+        config.stash[PREFIX] = prefix
+        pm.register(Merge(config, target, prefix), "tokaudit.failures.merge")
+    else:
+        prefix = workerinput.get(WORKERINPUT)
+        if prefix is None:
+            return  # a controller that did not hand out a prefix: it merges nothing
+    pm.register(Writer(config, prefix), "tokaudit.failures")

@@ -1,0 +1,56 @@
+"""--tokaudit-json=PATH: the whole audit as JSON (model/report.py is its format)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ..base.atomic import check_writable, write
+from ..model import report
+from ..model.result import RESULT
+
+
+class JsonReport:
+    """Writes the report at the end of the session (on the controller)."""
+
+    def __init__(self, config: pytest.Config, path: str):
+        self.config = config
+        self.path = path
+        self.error: str | None = None
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        result = self.config.stash.get(RESULT, None)
+        if result is None:  # --collect-only
+            return
+        data = report.build(result.files, result.outcomes, result.contract,
+                            result.coverage.partial, result.baseline)
+        data["coverage"] = result.coverage.to_json()
+        data["cache"] = result.cache  # which items were reused
+        self.error = write(Path(self.config.invocation_params.dir, self.path), data)
+        if self.error and session.exitstatus == 0:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED  # the report CI expects is missing
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.config.stash.get(RESULT, None) is None:
+            return
+        if self.error:
+            terminalreporter.write_line(f"tokaudit JSON report NOT written: {self.error}", red=True)
+        else:
+            terminalreporter.write_line(f"tokaudit JSON report: {self.path}")
+
+
+def add_options(parser: pytest.Parser, group: pytest.OptionGroup) -> None:
+    group.addoption(
+        "--tokaudit-json", metavar="PATH", default=None,
+        help="write the whole audit as JSON to PATH",
+    )
+
+
+def configure(config: pytest.Config) -> None:
+    path = config.getoption("tokaudit_json")
+    if path and not hasattr(config, "workerinput"):
+        check_writable(config.invocation_params.dir / path, "--tokaudit-json")  # now, not after
+        config.pluginmanager.register(JsonReport(config, path), "tokaudit.json")

@@ -1,0 +1,177 @@
+"""The Markdown job summary: appended to $GITHUB_STEP_SUMMARY (or --tokaudit-markdown).
+
+Verdict, dataset checks, money, failing files first with their first findings, passing
+files collapsed in a <details>. Written by the controller at the end of the session;
+a file that cannot be written never fails the run: the terminal summary says why.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ..base.text import record_label
+from ..engine.failure import entries
+from ..model.contract import money
+from ..model.result import RESULT
+from ..model.summary import FileSummary
+
+SHOWN = 10  # findings listed per failing file
+
+
+ROWS = 500  # passing files listed (GitHub keeps 1 MiB of summary per step)
+
+
+ICON = {"passed": "✅", "failed": "❌", "skipped": "⏭️"}
+
+
+def cell(text: Any) -> str:
+    """Text in a table cell or a list item: no HTML, no cell break, one line."""
+    text = html.escape(str(text), quote=False).replace("|", "&#124;")
+    return text.replace("\r\n", "<br>").replace("\n", "<br>").replace("\r", "<br>")
+
+
+def code(text: str) -> str:
+    """A path or node id as a code span in a table cell."""
+    return "`" + str(text).replace("`", "'").replace("|", "\\|") + "`"
+
+
+def target(config: pytest.Config) -> Path | None:
+    path = config.getoption("tokaudit_markdown", None)
+    if path:
+        return Path(config.invocation_params.dir, path)
+    env = os.environ.get("GITHUB_STEP_SUMMARY")
+    return Path(env) if env else None
+
+
+def build(files: list[FileSummary], outcomes: list[Any], id_field: tuple[str, ...],
+          exitstatus: int, partial: str | None, price: float | None,
+          anchor: str, money: Any) -> str:
+    bad = [s for s in files if s.failed]
+    good = [s for s in files if not s.failed]
+    ok = exitstatus == 0
+    out = [f"## {'✅' if ok else '❌'} tokaudit: {'passed' if ok else 'failed'}", ""]
+    records = sum(s.audited for s in files)
+    findings = sum(s.findings for s in files)
+    billed = sum(s.billed_total for s in files)
+    line = (f"{len(files):,} data file{'s' if len(files) != 1 else ''}, "
+            f"{records:,} records audited, {len(bad):,} failing, {findings:,} findings; "
+            f"billed {billed:,} tokens")
+    if price is not None:
+        line += f" = {money(billed)}"
+    out += [line, ""]
+    if partial:
+        out += [f"**Partial run**: {cell(partial)}", ""]
+    if exitstatus not in (0, 1):
+        out += [f"pytest exit status {exitstatus}", ""]
+    if outcomes:
+        out += ["### Dataset checks", "", "| check | outcome | message |", "|---|---|---|"]
+        for o in outcomes:
+            message = "\n".join([o.message, *o.lines[:SHOWN]])
+            out.append(f"| {code(anchor + '::' + o.name)} | {ICON.get(o.outcome, '')} {o.outcome} "
+                       f"| {cell(message)} |")
+        out.append("")
+    if bad:
+        out += ["### Failing files", ""]
+        out += table(bad)
+        for s in bad:
+            listed, more = entries(s)
+            listed.sort(key=lambda e: e.line is not None)  # the file's verdicts first
+            out += ["", f"#### {code(s.path)}", ""]
+            for e in listed[:SHOWN]:
+                where = "" if e.line is None else (
+                    f"row {e.line}" if s.path.endswith(".parquet") else f"line {e.line}")
+                where = f"{where}: " if where else ""
+                note = " (allowed outlier)" if e.level == "warning" else ""
+                out.append(f"- {where}{cell(record_label(id_field, e.record_id))}"
+                           f"**{cell(e.check)}**: {cell(e.message)}{note}")
+            rest = more + max(len(listed) - SHOWN, 0)
+            if rest:
+                out.append(f"- ... and {rest:,} more")
+        out.append("")
+    if good:
+        out += [f"<details><summary>{len(good):,} file{'s' if len(good) != 1 else ''} "
+                "passed</summary>", ""]
+        out += table(good[:ROWS])
+        if len(good) > ROWS:
+            out += ["", f"... and {len(good) - ROWS:,} more"]
+        out += ["", "</details>", ""]
+    return "\n".join(out) + "\n"
+
+
+def table(files: list[FileSummary]) -> list[str]:
+    out = ["| file | records | audited | mean billed | mean counted | mean \\|diff\\| "
+           "| max \\|diff\\| | findings |",
+           "|---|--:|--:|--:|--:|--:|--:|--:|"]
+    for s in files:
+        status = "" if s.complete else " (not audited to the end)"
+        out.append(
+            f"| {code(s.path)}{status} | {s.records:,} | {s.audited:,} | {s.mean_billed:,.1f} "
+            f"| {s.mean_counted:,.1f} | {s.mean_absdiff:.2f} ({s.mean_ratio:.2%}) "
+            f"| {s.max_absdiff:,} | {s.findings:,} |"
+        )
+    return out
+
+
+def append(path: Path, text: str) -> str | None:
+    """Append; None, or why it could not be written (never raises for that)."""
+    try:
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(text)
+    except OSError as exc:
+        return f"cannot write {path}: {exc.strerror or exc}"
+    return None
+
+
+class JobSummary:
+    """Writes the summary at the end of the session (controller only)."""
+
+    def __init__(self, config: pytest.Config, path: Path):
+        self.config = config
+        self.path = path
+        self.error: str | None = None
+        self.written = False
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        result = self.config.stash.get(RESULT, None)
+        if result is None:  # --collect-only
+            return
+        contract = result.contract
+        try:
+            text = build(
+                result.files, result.outcomes, contract.id_field,
+                int(session.exitstatus), result.coverage.partial, contract.price_per_mtok,
+                result.anchor, lambda n: money(n, contract),
+            )
+        except Exception as exc:  # noqa: BLE001 - a summary must never break the gate
+            self.error = f"cannot build it: {type(exc).__name__}: {exc}"
+            return
+        self.error = append(self.path, text)
+        self.written = self.error is None
+
+    @pytest.hookimpl(trylast=True)  # after the controller's tokaudit summary
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.error:
+            terminalreporter.write_line(
+                f"tokaudit Markdown summary NOT written: {self.error}", yellow=True)
+        elif self.written:
+            terminalreporter.write_line(f"tokaudit Markdown summary: {self.path}")
+
+
+def add_options(parser: pytest.Parser, group: pytest.OptionGroup) -> None:
+    group.addoption(
+        "--tokaudit-markdown", metavar="PATH", default=None,
+        help="append a Markdown summary of the audit to PATH "
+             "(default: $GITHUB_STEP_SUMMARY when set)",
+    )
+
+
+def configure(config: pytest.Config) -> None:
+    path = target(config)
+    if not hasattr(config, "workerinput") and path is not None:
+        config.pluginmanager.register(JobSummary(config, path), "tokaudit.markdown")

@@ -1,0 +1,1 @@
+"""The pytest run: items, the controller (deferred verdicts), coverage, the cache, config."""

@@ -1,0 +1,326 @@
+"""Incremental runs: an audit item's summary, reused while nothing it depends on changed.
+
+An entry is keyed by everything the item's summary depends on, each part checked on read:
+
+- the bytes the item reads: a SHA-256 of them (never a modification time: a fresh CI
+  checkout changes those), and their size; a shard's range plus the byte before it (which
+  says whether its first line is its own) and the rest of its last line; a compressed
+  shard's frames, the data frame before them and the frames up to the first newline after
+  them (``frames.span``), and their size. A remote object is keyed by the version its
+  store gives it on every write (S3's or GCS's ETag, a Hugging Face file's SHA-256:
+  remote.VERSIONS) and its size, and stored only if the store still names that version
+  after the audit; a URL whose server gives none (https) is audited every run;
+- the contract as resolved for its file (after ``pytest_tokaudit_contract`` hooks), every
+  key but ``tokaudit_cache_dir``;
+- the tokenizer, if one is set: a SHA-256 of every file in its directory, and the versions
+  of transformers and tokenizers;
+- the code: this plugin's version and a hash of its source files, the versions of the
+  parsers (orjson, pyarrow), and each per-record and batch hook implementation that runs
+  on the item (its plugin's name and a hash of its source file);
+- the item itself: its path, shard and byte range or row groups.
+
+The value is the item's FileSummary JSON *before* the per-file checks, which run again on
+every hit (they read the summary only, and follow a changed baseline). An entry is one
+file, written to a temporary name and moved into place (``os.replace``), holding its own
+key and a digest of its summary: an entry that is corrupt, half written, from another
+version or for another key is a miss, never trusted. Two processes writing the same entry
+(xdist workers, two CI jobs sharing the folder) write the same bytes; the last one wins.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import sys
+from functools import partial
+from pathlib import Path
+from typing import Any, Callable
+
+import orjson
+import pytest
+
+from .. import __version__
+from ..base.atomic import replacing
+from ..base.formats import source_of
+from ..model.contract import KEYS, Contract
+from ..model.summary import FileSummary
+from ..sources.digest import digest_file
+from .config import CONTRACT
+
+FORMAT = 1
+
+
+FOLDER = "tokaudit"  # under pytest's cache directory: .pytest_cache/d/tokaudit
+
+
+NOT_KEYED = ("cache_dir",)  # contract attributes that do not shape an item's summary
+
+
+STORE = pytest.StashKey["Store | None"]()
+
+
+# Hooks that run inside an item's audit. Per-file hooks are not keyed: they run on every hit.
+AUDIT_HOOKS = ("pytest_tokaudit_check_record", "pytest_tokaudit_check_batch")
+
+
+_CODE: str | None = None
+
+
+def code_digest() -> str:
+    """This plugin's version and source: an edited checkout is another version."""
+    global _CODE
+    if _CODE is None:
+        h = hashlib.sha256(__version__.encode())
+        package = Path(__file__).parent.parent  # every layer's source, not this folder's
+        for src in sorted(package.rglob("*.py")):
+            h.update(src.relative_to(package).as_posix().encode() + b"\0" + src.read_bytes())
+        _CODE = h.hexdigest()
+    return _CODE
+
+
+def _versions(*names: str) -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {}
+    for name in names:
+        try:
+            out[name] = version(name)
+        except PackageNotFoundError:
+            out[name] = ""
+    return out
+
+
+_TOKENIZERS: dict[str, dict[str, Any]] = {}
+
+
+def tokenizer_digest(directory: str) -> dict[str, Any]:
+    """Every file of a tokenizer directory, hashed, and the libraries that read them."""
+    if directory not in _TOKENIZERS:
+        files = {}
+        for entry in sorted(os.scandir(directory), key=lambda e: e.name):
+            if entry.is_file():
+                files[entry.name] = digest_file(entry.path)
+        _TOKENIZERS[directory] = {"files": files, **_versions("transformers", "tokenizers")}
+    return _TOKENIZERS[directory]
+
+
+def contract_key(contract: Contract) -> dict[str, str]:
+    """The resolved contract, as text: each key's parsed value, and the resolved token ids.
+    Paths are not keyed as written (a checkout in another folder is the same contract): the
+    tokenizer by its files, the manifest by whether there is one (items only keep ids)."""
+    out = {}
+    for key in KEYS:
+        if key.attr in NOT_KEYED:
+            continue
+        value = getattr(contract, key.attr)
+        if key.attr == "tokenizer":
+            value = tokenizer_digest(value) if value else None
+        elif key.attr == "expected_ids":
+            value = bool(value)
+        out[key.name] = repr(value)
+    for attr in ("require_once_ids", "require_last_ids", "forbid_ids"):
+        out[attr] = repr(getattr(contract, attr))
+    return out
+
+
+_SOURCES: dict[str, str] = {}
+
+
+def hooks_key(ihook: Any, root: Path) -> list[list[str]] | None:
+    """The per-record and batch hook implementations that run on an item, each with a hash
+    of its source file; None if one has no source file (its changes could not be seen).
+    A conftest plugin is named by its path, kept relative to the rootdir: another checkout
+    of the same project (a CI job's) is the same code."""
+    out = []
+    for name in AUDIT_HOOKS:
+        for impl in getattr(ihook, name).get_hookimpls():
+            code = getattr(impl.function, "__code__", None)
+            filename = getattr(code, "co_filename", "")
+            if filename not in _SOURCES:
+                try:
+                    _SOURCES[filename] = hashlib.sha256(Path(filename).read_bytes()).hexdigest()
+                except (OSError, ValueError):
+                    return None
+            plugin = impl.plugin_name
+            if os.path.isabs(plugin):
+                with contextlib.suppress(ValueError):
+                    plugin = Path(plugin).relative_to(root).as_posix()
+            out.append([name, plugin, _SOURCES[filename]])
+    return out
+
+
+class Store:
+    """A folder of entries, `<key[:2]>/<key>.json`. `read` is False under --cache-clear:
+    every item is audited again and its entry rewritten."""
+
+    def __init__(self, directory: Path, read: bool = True):
+        self.directory = directory
+        self.read = read
+
+    def path(self, name: str) -> Path:
+        return self.directory / name[:2] / f"{name}.json"
+
+    def load(self, name: str, key: dict[str, Any]) -> FileSummary | None:
+        if not self.read:
+            return None
+        try:
+            data = orjson.loads(self.path(name).read_bytes())
+            text = data["summary"]
+            if (data.get("format") != FORMAT or data.get("key") != key
+                    or data.get("digest") != hashlib.sha256(text.encode()).hexdigest()):
+                return None
+            summary = FileSummary.from_json(text)
+        except Exception:  # noqa: BLE001 - missing, unreadable, corrupt: audit the item
+            return None
+        summary.cached = True
+        return summary
+
+    def save(self, name: str, key: dict[str, Any], summary_json: str) -> None:
+        entry = orjson.dumps({
+            "format": FORMAT, "key": key,
+            "digest": hashlib.sha256(summary_json.encode()).hexdigest(),
+            "summary": summary_json,
+        })
+        target = self.path(name)
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with replacing(target, sync=False) as fh:  # a reader sees the old entry or the new
+                fh.write(entry)
+        except OSError:
+            pass  # a read-only or full cache: the next run audits the item again
+
+
+def store_for(config: pytest.Config) -> Store | None:
+    """This process's store: None with --tokaudit-no-cache, or with no cache directory
+    (`-p no:cacheprovider` and no tokaudit_cache_dir)."""
+    if STORE not in config.stash:
+        config.stash[STORE] = _make_store(config)
+    return config.stash[STORE]
+
+
+def _make_store(config: pytest.Config) -> Store | None:
+    if config.getoption("tokaudit_no_cache", False):
+        return None
+    read = not config.getoption("cacheclear", False)
+    folder = config.stash[CONTRACT].cache_dir
+    if folder:
+        return Store(Path(folder), read)
+    cache = getattr(config, "cache", None)
+    if cache is None:  # -p no:cacheprovider
+        return None
+    try:
+        return Store(Path(cache.mkdir(FOLDER)), read)
+    except OSError:
+        return None
+
+
+class Entry:
+    """One audit item's entry: its key, computed before the audit, and its file's state
+    (a local file's stat, a remote object's version), which must not change while the item
+    is audited for its summary to be stored."""
+
+    def __init__(self, store: Store, key: dict[str, Any], state: Callable[[], Any],
+                 before: Any = None):
+        self.store = store
+        self.key = orjson.loads(orjson.dumps(key))  # as read back: tuples become lists
+        self.name = hashlib.sha256(orjson.dumps(key, option=orjson.OPT_SORT_KEYS)).hexdigest()
+        self.state = state
+        self.before = state() if before is None else before
+
+    def load(self) -> FileSummary | None:
+        return self.store.load(self.name, self.key)
+
+    def save(self, summary: FileSummary) -> None:
+        """Store an audit that ran to the end on bytes that did not change meanwhile."""
+        if summary.read_error or self.state() != self.before:
+            return
+        self.store.save(self.name, self.key, summary.to_json())
+
+
+def _stat(path: Path) -> tuple[int, ...]:
+    st = os.stat(path)
+    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def entry_for(item: Any) -> Entry | None:
+    """The cache entry of an AuditItem, or None: the cache is off, or the file cannot be
+    fingerprinted (unreadable, or remote with no version that changes on every write)."""
+    store = store_for(item.config)
+    source = item.source
+    if store is None:
+        return None
+    hooks = hooks_key(item.ihook, item.config.rootpath)
+    if hooks is None:
+        return None
+    kind = source_of(source)
+    state: Callable[[], Any]
+    if not isinstance(source, Path):
+        # A remote object: the store's version of it (remote.VERSIONS), not its bytes,
+        # which would have to be downloaded to be hashed.
+        if source.version is None:
+            return None
+        fingerprint = ["version", source.version, source.size]
+        state, before = source.current_version, source.version
+    else:
+        try:
+            # The source's own view of the bytes the part reads (a frame run's frames, a
+            # Parquet shard's whole file, whose footer it reads too).
+            fingerprint = kind.fingerprint(source, item.part, item.shard is None)
+            state, before = partial(_stat, source), None
+        except OSError:
+            return None  # unreadable: the audit says why
+    key = {
+        "item": [item.display, item.shard, list(item.byte_range),
+                 None if item.groups is None else list(item.groups)],
+        "data": fingerprint,
+        "contract": contract_key(item.contract),
+        "hooks": hooks,
+        "code": code_digest(),
+        "python": list(sys.version_info[:2]),
+        "libraries": _versions("orjson", *(("pyarrow",) if kind.kind == "arrow" else ())),
+    }
+    return Entry(store, key, state, before)
+
+
+def reuse(entry: Entry | None, records_needed: bool = False) -> FileSummary | None:
+    """The cached summary of an item, if it may stand for an audit. Not when every finding
+    at a record is needed (--tokaudit-failures) and the entry had some: it does not hold
+    them, so such an item is audited again."""
+    summary = entry.load() if entry is not None else None
+    if summary is None:
+        return None
+    if records_needed and summary.findings > len(summary.file_findings):
+        return None
+    return summary
+
+
+def cached_items(summaries: dict[str, FileSummary]) -> list[str]:
+    """Node ids of the audit items whose summary came from the cache."""
+    return sorted(nodeid for nodeid, s in summaries.items() if s.cached)
+
+
+def report(config: pytest.Config, summaries: dict[str, FileSummary]) -> dict[str, Any]:
+    """The JSON report's "cache": whether it was on, and which items it served."""
+    store = store_for(config)
+    return {
+        "enabled": store is not None,
+        "dir": None if store is None else str(store.directory),
+        "items": cached_items(summaries),
+        "audited": sorted(n for n, s in summaries.items() if not s.cached),
+    }
+
+
+def summary_line(config: pytest.Config, summaries: dict[str, FileSummary]) -> str | None:
+    store = store_for(config)
+    if store is None or not summaries:
+        return None
+    hits = len(cached_items(summaries))
+    if not hits:  # a cold run says nothing: the table marks what was reused
+        return None
+    try:
+        where = os.path.relpath(store.directory, config.invocation_params.dir)
+    except ValueError:  # another drive on Windows
+        where = str(store.directory)
+    return (f"tokaudit cache: {hits:,} of {len(summaries):,} audit items reused unchanged "
+            f"results ({where})")

@@ -1,0 +1,400 @@
+"""Controller side: what the run covered, and the verdicts that need the whole run.
+
+Registered only where ``config.workerinput`` is absent: in a plain run, or on the xdist
+controller, which sees every report the workers send. It keeps each audit item's summary
+once (the first complete attempt: reruns and ``--dist each`` repeat the same data), works
+out whether the run audited the whole dataset, and after every other item has run, runs
+the deferred items (``[file]`` verdicts, dataset checks) through pytest's ordinary test
+protocol, so every report consumer sees them as tests.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, cast
+
+import pytest
+
+from ..base.urls import is_url
+from ..checks.dataset import IdIndex, evaluate
+from ..engine.failure import failure_lines
+from ..engine.plain import check_file
+from ..model.contract import Contract
+from ..model.outcome import Outcome
+from ..model.report import pack_runs
+from ..model.result import RESULT, Coverage, RunResult
+from ..model.summary import IDS, PROPERTY, FileSummary, merge_parts
+from ..sources.lines import rows_before
+from .cache import report as cache_report
+from .cache import summary_line
+from .compat import PrivateApiError, load_conftests, teardown_all
+from .coverage import coverage_outcome, walk_dataset
+from .items import (
+    JUDGE,
+    DataFile,
+    DatasetItem,
+    DeferredItem,
+    Verdict,
+    WholeFileItem,
+    dataset_anchor,
+    dataset_items,
+    display_path,
+    mark_items,
+)
+from .remote import PLUGIN, source_of
+
+
+class Controller:
+    def __init__(self, config: pytest.Config, contract: Contract):
+        if config is not None:  # the deferred items' judge (run.items.DeferredItem)
+            config.stash[JUDGE] = self.judge
+        self.config = config
+        self.contract = contract
+        self.summaries: dict[str, FileSummary] = {}  # nodeid -> the attempt kept
+        self.index = IdIndex() if contract.unique_ids or contract.expected_ids else None
+        self.selected: set[str] = set()  # audit item node ids that were selected to run
+        self.deferred_ids: list[str] = []  # under xdist: the deferred items to run here
+        self.outcomes: dict[str, Outcome] = {}
+        self.wholes: dict[str, FileSummary] = {}  # sharded files, merged
+        self.collect_errors = 0
+        self.stopped = ""
+        self.lastfailed: dict[str, Any] = {}
+        self.unjudged: set[str] = set()  # deferred node ids skipped as partial
+        self._coverage: Coverage | None = None
+        self.write_error: str | None = None
+        self.keep_ids = bool(config and config.getoption("tokaudit_json"))
+
+    # -- what was collected and selected ------------------------------------------------
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        cache = getattr(self.config, "cache", None)
+        if cache is not None:
+            self.lastfailed = dict(cache.get("cache/lastfailed", {}) or {})
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if report.failed:
+            self.collect_errors += 1
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        for item in session.items:  # in process; the xdist controller collects nothing
+            self.selected.add(item.nodeid)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        if self.selected:
+            return  # every worker collects the same items
+        self.selected.update(ids)
+        anchor = dataset_anchor(self.config) + "::"
+        self.deferred_ids = [
+            i for i in ids if i.startswith(anchor) or i.endswith("::tokaudit[file]")
+        ]
+
+    # -- summaries ----------------------------------------------------------------------
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        kept = []
+        for name, value in report.user_properties:
+            if name != PROPERTY:
+                kept.append((name, value))
+            elif report.when == "call":  # teardown reports carry a copy
+                # an `object` to pytest; what the audit item stored, FileSummary.to_json()
+                self.keep(report.nodeid, FileSummary.from_json(cast(str, value)))
+        # The summary has been read; keep it out of junitxml's <properties>.
+        report.user_properties[:] = kept
+
+    def keep(self, nodeid: str, summary: FileSummary) -> None:
+        """Fold one attempt's summary: the first complete one per item, once."""
+        old = self.summaries.get(nodeid)
+        if old is not None and old.complete:
+            return  # a rerun or another worker (--dist each) read the same bytes again
+        self.summaries[nodeid] = summary
+        if summary.complete and self.index is not None:
+            self.index.add(summary)
+            if not self.keep_ids:
+                summary.channels.pop(IDS, None)  # folded; only merge needs them
+        if self.keep_ids and IDS in summary.channels:
+            # Only the JSON report still needs them: packed as they arrive (a few objects per
+            # file for counter ids, not one per record); pack_runs leaves packed runs as they are.
+
+            summary.channels[IDS] = [[shard, pack_runs(ids), pack_runs(lines)]
+                                     for shard, ids, lines in summary.channels[IDS]]
+
+    # -- the run loop ---------------------------------------------------------------------
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtestloop(self, session: pytest.Session):
+        if self.config.option.collectonly:
+            return (yield)
+        try:
+            try:
+                result = yield
+            except (session.Interrupted, session.Failed) as exc:  # not a real KeyboardInterrupt
+                self.stopped = f"the run stopped early: {exc}"
+                teardown_all(session)
+                self.run_deferred(session)
+                raise
+            if session.shouldfail or session.shouldstop:
+                self.stopped = f"the run stopped early: {session.shouldfail or session.shouldstop}"
+            self.run_deferred(session)
+            return result
+        finally:  # every verdict is in (or the run was stopped): what the outputs read
+            self.config.stash[RESULT] = self.result()
+
+    def run_deferred(self, session: pytest.Session) -> None:
+        if self.deferred_ids:  # xdist: the workers skipped them; make them here
+            items = self.make_deferred(session)
+            mark_items(self.config, items)  # as collection marked them on the workers
+        else:
+            items = [i for i in session.items if isinstance(i, DeferredItem)]
+        # Whole files first: the dataset checks' table uses their merged summaries.
+        items.sort(key=lambda i: not isinstance(i, WholeFileItem))
+        for k, item in enumerate(items):
+            item.released = True
+            why = self.skip_reason(item)
+            if why:
+                # As a marker, so the skip is reported at the item (the ini file or the
+                # data file), in setup, as pytest reports any skip marker.
+                self.unjudged.add(item.nodeid)
+                item.add_marker(pytest.mark.skip(reason=why))
+            nextitem = items[k + 1] if k + 1 < len(items) else None
+            item.ihook.pytest_runtest_protocol(item=item, nextitem=nextitem)
+
+    def make_deferred(self, session: pytest.Session) -> list[DeferredItem]:
+        wanted = set(self.deferred_ids)
+        out: list[DeferredItem] = [i for i in dataset_items(session) if i.nodeid in wanted]
+        for nodeid in self.deferred_ids:
+            if not nodeid.endswith("::tokaudit[file]"):
+                continue
+            out.append(self.make_whole_file(session, nodeid))
+        return out
+
+    def make_whole_file(self, session: pytest.Session, nodeid: str) -> DeferredItem:
+        if is_url(nodeid):  # a file at a URL: rebuilt from the controller's listing
+            remote = self.config.pluginmanager.get_plugin(PLUGIN)
+            item = remote.make_whole_file(session, nodeid) if remote is not None else None
+            return item or BrokenItem.from_parent(session, name=nodeid, nodeid=nodeid,
+                                                  why=f"{nodeid.split('::')[0]} is no longer listed")
+        path = Path(self.config.rootpath, nodeid.split("::")[0])
+        try:
+            # Judged as the file's own item: its conftest.py hooks and contract.
+            load_conftests(self.config, path)
+        except PrivateApiError as exc:
+            return BrokenItem.from_parent(session, name=nodeid, nodeid=nodeid, why=str(exc))
+        datafile = DataFile.from_parent(session, path=path)
+        try:
+            for item in datafile.collect():
+                if isinstance(item, WholeFileItem):
+                    return item
+            why = f"{path} is no longer large enough to be sharded"
+        except OSError as exc:
+            why = f"cannot read {path}: {exc.strerror or exc}"
+        except Exception as exc:  # a CollectError from the contract hook
+            why = str(exc)
+        return BrokenItem.from_parent(session, name=nodeid, nodeid=nodeid, why=why)
+
+    # -- verdicts -----------------------------------------------------------------------
+    def nothing_selected(self) -> str | None:
+        """Why the run judges nothing, when it selected no data item and no other test
+        (`pytest --tokaudit empty/`, `-k` matching only a dataset check): skipping every
+        verdict would leave it green (pytest exits 0 on skips), so each one fails instead.
+        A partial run that ran other tests (`pytest tests/`) skips them, as designed."""
+        anchor = dataset_anchor(self.config) + "::"
+        if any(not (n.startswith(anchor) or n.endswith("::tokaudit[file]")) for n in self.selected):
+            return None
+        if self.collect_errors or self.stopped:
+            return None  # already red, and its partial reason says why better
+        named = ", ".join(self.coverage().named) or "none"
+        return (f"no data audited: the run selected no data file and no other test (paths "
+                f"named: {named}); a run that audits nothing is never green")
+
+    def skip_reason(self, item: DeferredItem) -> str | None:
+        """Why a deferred item cannot be judged on this run, or None."""
+        nothing = self.nothing_selected()
+        if nothing:  # one red item says it (judge()): coverage, else each verdict selected
+            coverage = dataset_anchor(self.config) + "::coverage"
+            return nothing if item.nodeid != coverage and coverage in self.selected else None
+        if isinstance(item, WholeFileItem):
+            parts = self.shards_of(item.display)
+            done = {s.shard for s in parts if s.complete}
+            n = parts[0].shards if parts else 0
+            if not parts or len(done) < n:
+                return (f"needs every shard: {len(done)} of {n or 'its'} shards of "
+                        f"{item.display} audited to the end")
+            return None
+        if isinstance(item, DatasetItem):
+            outcome = self.dataset_outcomes()[item.name]
+            return outcome.message if outcome.outcome == "skipped" else None
+        return None
+
+    def shards_of(self, path: str) -> list[FileSummary]:
+        return [s for s in self.summaries.values() if s.path == path and s.shard is not None]
+
+    def judge(self, item: DeferredItem) -> None:
+        """Run by a deferred item's runtest: raise Verdict, or return (passed)."""
+        nothing = self.nothing_selected()
+        own = self.dataset_outcomes().get(item.name) if isinstance(item, DatasetItem) else None
+        if nothing and not (own is not None and own.outcome == "failed"):
+            # (a verdict's own failure, "no data file under empty/", says it better)
+            raise Verdict(nothing, [nothing], item.location[0], 1)
+        if isinstance(item, WholeFileItem):
+            return self.judge_file(item)
+        outcome = self.dataset_outcomes()[item.name]
+        if outcome.outcome == "failed":
+            path = item.location[0]
+            raise Verdict(outcome.message, [outcome.message, *outcome.lines], path, 1)
+        item.add_report_section("call", "tokaudit", outcome.message)
+
+    def judge_file(self, item: WholeFileItem) -> None:
+        path = item.display
+        whole = merge_parts(self.shards_of(path))
+        check_file(item.source, item.contract, item.ihook, whole)
+        whole.complete = True
+        self.wholes[path] = whole
+        if whole.file_findings:
+            message, lines = failure_lines(whole, item.contract)
+            raise Verdict(message, lines, path, 1)
+        item.add_report_section("call", "tokaudit", f"{whole.checked:,} records checked")
+
+    def dataset_outcomes(self) -> dict[str, Outcome]:
+        if not self.outcomes:
+            cov = self.coverage()
+            if self.index is not None:
+                self.index.offsets = self.shard_offsets()
+            outcomes = evaluate(self.config.hook, self.files(), self.index, self.contract,
+                                cov.unjudgeable)
+            self.outcomes = {"coverage": coverage_outcome(cov, self.contract)}
+            self.outcomes.update((o.name, o) for o in outcomes)
+        return self.outcomes
+
+    # -- coverage -----------------------------------------------------------------------
+    def coverage(self) -> Coverage:
+        if self._coverage is None:
+            self._coverage = self.compute_coverage()
+        return self._coverage
+
+    def compute_coverage(self) -> Coverage:
+        config = self.config
+        roots, dataset, unmatched = walk_dataset(config, self.contract.glob)
+        by_path = self.by_path()
+        audited = []
+        records = 0
+        for path, parts in by_path.items():
+            if all(s.complete for s in parts) and len(parts) == parts[0].shards:
+                audited.append(path)
+            records += sum(s.audited for s in parts)
+        selected_files = {nodeid.split("::")[0] for nodeid in self.selected}
+        missing = {}
+        done = set(audited)
+        for path in dataset:
+            if path in done:
+                continue
+            if path.replace(os.sep, "/") in selected_files:
+                missing[path] = "did not finish (failed to run, skipped, timed out, crashed or stopped)"
+            else:
+                missing[path] = "not selected (-k, -m, --lf, --deselect, or not under the paths named)"
+        for path, parts in by_path.items():  # audited files outside the dataset's paths
+            if path not in done and path not in missing:
+                missing[path] = "did not finish (failed to run, skipped, timed out, crashed or stopped)"
+        cov = Coverage(
+            roots=roots, dataset=dataset, audited=sorted(audited), records=records,
+            missing=missing, unmatched=unmatched, errors=self.collect_errors,
+            stopped=self.stopped,
+            named=[display_path(Path(a.split("::")[0]).absolute(), config.rootpath)
+                   for a in config.args],
+        )
+
+        remote = config.pluginmanager.get_plugin(PLUGIN)
+        if remote is not None:  # URL roots: their files are part of the dataset
+            remote.extend_coverage(cov, selected_files)
+        return cov
+
+    def by_path(self) -> dict[str, list[FileSummary]]:
+        out: dict[str, list[FileSummary]] = {}
+        for summary in self.summaries.values():
+            out.setdefault(summary.path, []).append(summary)
+        return out
+
+    def line_offsets(self, path: str, parts: list[FileSummary]) -> dict[int | None, int]:
+        """Lines before each shard of `path`: added up when every shard from the first is
+        in and read to its end, counted in the file otherwise, so no line depends on another
+        shard running."""
+        parts = sorted((s for s in parts if s.shard is not None), key=lambda s: s.shard or 0)
+        # A shard stopped by damage (a corrupt frame) did not count its lines to its end.
+        if [s.shard for s in parts] == list(range(len(parts))) and not any(
+                s.read_error for s in parts[:-1]):
+            out, total = {}, 0
+            for s in parts:
+                out[s.shard] = total
+                total += s.lines
+            return out
+        try:
+            return {s.shard: rows_before(source_of(self.config, s.path), s.start)
+                    for s in parts}
+        except OSError:  # the file went away: lines stay relative to their shard
+            return {s.shard: 0 for s in parts}
+
+    def shard_offsets(self) -> dict[tuple[str, int | None], int]:
+        out: dict[tuple[str, int | None], int] = {}
+        for path, parts in self.by_path().items():
+            for shard, offset in self.line_offsets(path, parts).items():
+                out[(path, shard)] = offset
+        return out
+
+    def files(self) -> list[FileSummary]:
+        """One summary per file, shards merged, in path order."""
+        out = []
+        for path, parts in sorted(self.by_path().items()):
+            whole = self.wholes.get(path)
+            if whole is None:
+                sharded = parts[0].shard is not None
+                whole = merge_parts(parts, self.line_offsets(path, parts) if sharded else None)
+            out.append(whole)
+        return out
+
+    def baseline_changes(self) -> dict[str, list[str]] | None:
+        baseline = self.config.pluginmanager.get_plugin("tokaudit.baseline")
+        return None if baseline is None else baseline.compare(self.files())
+
+    # -- the end --------------------------------------------------------------------------
+    @pytest.hookimpl(trylast=True)  # after the cache provider wrote its lastfailed
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        self.keep_lastfailed()
+
+    def result(self) -> RunResult:
+        files = self.files()
+        by_path = self.by_path()
+        baseline = self.config.pluginmanager.get_plugin("tokaudit.baseline")
+        return RunResult(
+            contract=self.contract,
+            items=dict(self.summaries),
+            files=files,
+            outcomes=list(self.outcomes.values()),
+            coverage=self.coverage(),
+            anchor=dataset_anchor(self.config),
+            offsets={path: self.line_offsets(path, parts) for path, parts in by_path.items()
+                     if parts[0].shard is not None},
+            baseline=None if baseline is None else baseline.compare(files),
+            cache=cache_report(self.config, self.summaries),
+            cache_line=summary_line(self.config, self.summaries),
+        )
+
+    def keep_lastfailed(self) -> None:
+        """A check judged on part of the data never clears the failure it had."""
+        cache = getattr(self.config, "cache", None)
+        if cache is None or not self.unjudged:
+            return
+        keep = {n for n in self.unjudged if n in self.lastfailed}
+        if keep:
+            now = dict(cache.get("cache/lastfailed", {}) or {})
+            now.update((n, self.lastfailed[n]) for n in keep)
+            cache.set("cache/lastfailed", now)
+
+
+class BrokenItem(DeferredItem):
+    """A deferred item the controller could not rebuild: fails, saying why."""
+
+    def __init__(self, *, why: str, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.why = why
+
+    def runtest(self) -> None:
+        raise Verdict(self.why, [self.why], self.nodeid.split("::")[0], 1)

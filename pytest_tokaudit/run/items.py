@@ -1,0 +1,431 @@
+"""Collection: data files become audit items; verdicts that need the whole run are items too.
+
+Three kinds of item, all carrying the ``tokaudit`` marker:
+
+- ``AuditItem``: one file, or one byte-range shard of a big file (``path::tokaudit``,
+  ``path::tokaudit[shard i of n]``). Streams its part once, runs every check.
+- ``WholeFileItem``: a sharded file's whole-file verdict (``path::tokaudit[file]``).
+- ``DatasetItem``: a dataset check (``pytest.ini::tokaudit::budget``), anchored at the
+  ini file so it has a real location and can be selected by node id.
+
+The last two are *deferred*: wherever the run loop reaches them (in process or on an
+xdist worker) they do nothing; the controller runs them through the ordinary test
+protocol once every other item has run, when their inputs are known. So they are
+collected, counted, selected and reported like any test.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import warnings
+from pathlib import Path
+from typing import Any, Callable, Iterator, Sequence
+
+import pytest
+
+from ..base.formats import source_of
+from ..checks.dataset import check_names
+from ..engine.failure import failure_lines
+from ..engine.observers import METER, SINK, Observers
+from ..engine.passes import audit
+from ..engine.plain import HookError, check_file
+from ..model.contract import Contract
+from ..model.result import MARKER
+from ..model.summary import PROPERTY, FileSummary
+from ..sources.base import Part
+from ..sources.lines import shard_lines
+from ..sources.parquet import ParquetUnavailable
+from .cache import entry_for, reuse
+from .compat import failure_repr, teardown_towards
+from .config import CONTRACT
+
+# The controller's judge of a deferred item (registered where config.workerinput is absent).
+JUDGE = pytest.StashKey[Callable[["DeferredItem"], None]]()
+
+
+class TokauditWarning(pytest.PytestWarning):
+    """Something about the data files that is not a finding (a symlink loop, say)."""
+
+
+def display_path(path: Path, root: Path) -> str:
+    """`path` relative to the rootdir, printable and JSON-safe whatever its bytes."""
+    try:
+        text = os.path.relpath(path, root)
+    except ValueError:  # another drive on Windows
+        text = str(path)
+    # A file name that is not valid UTF-8 arrives with surrogates; JSON cannot carry them.
+    return os.fsencode(text).decode("utf-8", "backslashreplace")
+
+
+def dataset_anchor(config: pytest.Config) -> str:
+    """The node id prefix of the dataset checks: `pytest.ini::tokaudit`."""
+    inipath = config.inipath
+    if inipath is not None:
+        try:
+            rel = inipath.relative_to(config.rootpath)
+        except ValueError:
+            rel = None
+        if rel is not None:
+            return f"{display_path(inipath, config.rootpath)}::{MARKER}".replace(os.sep, "/")
+    return MARKER
+
+
+def configured_checks(config: pytest.Config) -> list[str]:
+    """coverage, then the dataset checks the hooks declare (pytest_tokaudit_dataset_checks)."""
+    try:
+        return ["coverage", *check_names(config.hook, config.stash[CONTRACT])]
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
+class Collector:
+    """Registered with --tokaudit in every process: makes items, defers verdict items."""
+
+    def __init__(self, config: pytest.Config, contract: Contract):
+        self.config = config
+        self.patterns = contract.glob
+        self.seen: dict[str, Path] = {}  # real path -> the path collected first
+        self.anchor_collected = False
+
+    def pytest_collect_file(self, file_path: Path, parent: pytest.Collector):
+        if file_path == self.config.inipath and dataset_anchor(self.config) != MARKER:
+            return IniFile.from_parent(parent, path=file_path)
+        if not any(fnmatch.fnmatch(file_path.name, p) for p in self.patterns):
+            return None
+        real = os.path.realpath(file_path)
+        first = self.seen.setdefault(real, file_path)
+        if first != file_path:
+            # A directory symlink (maybe a loop) shows the same file again: audit it once.
+            warnings.warn(TokauditWarning(
+                f"tokaudit: {display_path(file_path, self.config.rootpath)} is the same file "
+                f"as {display_path(first, self.config.rootpath)}; audited once"
+            ))
+            return None
+        # The node id is always the path from the rootdir, which the controller reads back:
+        # pytest gives a file named on the command line outside the rootdir the node id ""
+        # (so `::tokaudit[file]`, with no file to find). A name that is not valid UTF-8 is
+        # escaped: node ids travel between xdist processes, which carry text only.
+        name = display_path(file_path, file_path.parent)
+        rel = display_path(file_path, self.config.rootpath).replace(os.sep, "/")
+        return DataFile.from_parent(parent, path=file_path, name=name, nodeid=rel)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection_modifyitems(
+        self, session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+    ) -> None:
+        # Before -k, -m and --lf deselect anything: the dataset checks are selectable too.
+        if not self.anchor_collected:
+            added = dataset_items(session)
+            items.extend(added)
+            # The terminal counts collected items from collect reports ("collected N
+            # items", the progress percentage): report these like any collector would.
+            anchor = added[0].parent
+            assert anchor is not None  # DatasetChecks, under the ini file or the session
+            config.hook.pytest_collectreport(
+                report=pytest.CollectReport(anchor.nodeid, "passed", None, list(added))
+            )
+        mark_items(config, [i for i in items if isinstance(i, TokauditItem)])
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]):
+        report = yield
+        # A failed file's location is its first bad record, not the line 1 of collection:
+        # for what reads report.location (pytest-sugar's "path:line", xunit1's line).
+        if call.excinfo is not None and isinstance(call.excinfo.value, Verdict):
+            line = call.excinfo.value.line
+            if line > 1 and report.location is not None:
+                path, _, domain = report.location
+                report.location = (path, line - 1, domain)  # 0-based, as reportinfo's
+        return report
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_protocol(self, item: pytest.Item, nextitem: Any):
+        if isinstance(item, DeferredItem) and not item.released:
+            # The controller runs it when everything else has run. A scheduler may still
+            # place it between two items (xdist's loadfile and loadscope keep a sharded
+            # file's items together): do the teardown its protocol would have done.
+            teardown_towards(item.session, nextitem)
+            return True
+        return None
+
+
+def mark_items(config: pytest.Config, items: Sequence[pytest.Item]) -> None:
+    """The `tokaudit` marker, and no reruns: the data does not change between attempts,
+    so a rerun only repeats the verdict (and would count its records twice)."""
+    rerun = config.pluginmanager.hasplugin("rerunfailures")
+    for item in items:
+        item.add_marker(MARKER)
+        if rerun:
+            item.add_marker(pytest.mark.flaky(reruns=0))
+
+
+class DeferLast:
+    """Deferred items go last, after any reordering plugin: no item that runs in the loop
+    may follow one whose protocol was put off, or pytest's teardown between them breaks.
+
+    On an xdist worker they run nothing (the controller judges them) but are still sent
+    like any item, and xdist's load scheduler starts each worker with a pair of
+    consecutive items: with the deferred items last, a file of two shards went to one
+    worker as a pair and the other got two deferred items, then idled. There, each
+    deferred item follows a data item instead; its protocol does the teardown between
+    them (Collector.pytest_runtest_protocol)."""
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
+        items.sort(key=lambda item: isinstance(item, DeferredItem))
+        if hasattr(config, "workerinput"):
+            items[:] = interleaved(items)
+
+
+def interleaved(items: list[pytest.Item]) -> list[pytest.Item]:
+    """Data items with one deferred item after each, the rest of either kind at the end."""
+    run = [i for i in items if not isinstance(i, DeferredItem)]
+    later: list[pytest.Item] = [i for i in items if isinstance(i, DeferredItem)]
+    out: list[pytest.Item] = []
+    for k, item in enumerate(run):
+        out.append(item)
+        if k < len(later):
+            out.append(later[k])
+    return out + later[len(run):]
+
+
+def dataset_items(session: pytest.Session) -> list[DatasetItem]:
+    """The dataset check items, with their anchor (the ini file, or the session)."""
+    config = session.config
+    anchor = dataset_anchor(config)
+    if anchor == MARKER:
+        group = DatasetChecks.from_parent(session, name=MARKER, nodeid=MARKER)
+    else:
+        ini = IniFile.from_parent(session, path=config.inipath)
+        group = DatasetChecks.from_parent(ini, name=MARKER)
+    return list(group.collect())
+
+
+class TokauditItem(pytest.Item):
+    """Base of every item this plugin makes."""
+
+    def reportinfo(self):
+        # A line is required by pytest's skip reporting; 0 is "the file". The path must be
+        # printable: xdist cannot send a location holding a non-UTF-8 file name.
+        path = self.path
+        if display_path(path, path.parent) != path.name:
+            path = path.parent / display_path(path, path.parent)
+        return path, 0, self.label()
+
+    def label(self) -> str:
+        return self.nodeid
+
+    def repr_failure(self, excinfo, style=None):
+        if isinstance(excinfo.value, Verdict):
+            v = excinfo.value
+            lines = v.lines
+            tb = self.config.getoption("tbstyle", "auto")
+            if tb in ("no", "line"):
+                lines = []  # --tb=line prints the location and message alone
+            elif tb == "short":
+                lines = lines[:6]
+            return failure_repr(v.path, v.line, v.message, lines)
+        if isinstance(excinfo.value, HookError):
+            return f"{self.nodeid}: {excinfo.value}"
+        return super().repr_failure(excinfo, style=style)
+
+
+class Verdict(Exception):
+    """A failed verdict: the one-line message, the location, the body lines."""
+
+    def __init__(self, message: str, lines: list[str], path: str, line: int = 0):
+        super().__init__(message)
+        self.message, self.lines, self.path, self.line = message, lines, path, line
+
+
+class FileItems(pytest.Collector):
+    """A data file's items: one AuditItem, or shards and a [file] item. The base of DataFile
+    (a local file) and remote.RemoteDataFile (a file at a URL), which provide ``source``
+    (what the reader opens) and ``source_size()``."""
+
+    audit_item: type[AuditItem]
+    whole_item: type[WholeFileItem]
+
+    @property
+    def source(self) -> Any:
+        raise NotImplementedError
+
+    def source_size(self) -> int | None:
+        raise NotImplementedError
+
+    def collect(self) -> Iterator[pytest.Item]:
+        base = self.config.stash[CONTRACT]
+        try:
+            contract = self.ihook.pytest_tokaudit_contract(path=self.source, contract=base) or base
+            contract.check_file_level(base)
+        except ValueError as exc:  # ContractError, TokenizerError: a message, not a traceback
+            raise self.CollectError(f"pytest_tokaudit_contract: {exc}") from None
+        # Stat, never parse: every xdist worker collects every file and must agree.
+        source = source_of(self.source)
+        parts = source.parts(self.source, self.source_size(), contract.shard_size)
+        if parts is None:
+            yield self.audit_item.from_parent(self, name="tokaudit", contract=contract)
+            return
+        n = len(parts)
+        for i, part in enumerate(parts):
+            yield self.audit_item.from_parent(
+                self,
+                name=f"tokaudit[shard {i + 1} of {n}]",
+                contract=contract,
+                shard=(i, n),
+                byte_range=part.byte_range,
+                groups=part.groups,
+            )
+        yield self.whole_item.from_parent(self, name="tokaudit[file]", contract=contract)
+
+
+class DataFile(FileItems, pytest.File):
+    @property
+    def source(self) -> Path:
+        return self.path
+
+    def source_size(self) -> int:
+        return self.path.stat().st_size
+
+
+def item_source(item: pytest.Item) -> tuple[Any, str]:
+    """(what the reader opens, the path shown) of an item of a data file."""
+    source = getattr(item.parent, "source", item.path)
+    if isinstance(source, Path):
+        return source, display_path(item.path, item.config.rootpath)
+    return source, str(source)
+
+
+class AuditItem(TokauditItem):
+    """Streams its file (or byte range) once and runs every check in that pass."""
+
+    def __init__(
+        self,
+        *,
+        contract: Contract,
+        shard: tuple[int, int] | None = None,
+        byte_range: tuple[int, int | None] = (0, None),
+        groups: tuple[int, int] | None = None,
+        **kwargs: Any,
+    ):
+        super().__init__(**kwargs)
+        self.contract = contract
+        self.shard = shard
+        # A JSONL shard's bytes; a Parquet shard's row groups, byte_range[0] the rows before.
+        self.byte_range = byte_range
+        self.groups = groups
+        self.source, self.display = item_source(self)
+
+    @property
+    def part(self) -> Part:
+        return Part(self.byte_range, self.groups)
+
+    def runtest(self) -> None:
+        contract = self.contract
+        summary = FileSummary(path=self.display, max_shown=contract.max_shown)
+        if self.shard:
+            summary.shard, summary.shards = self.shard
+            summary.start = self.byte_range[0]
+        source = source_of(self.source)
+        observers = Observers(self.stash.get(METER, None), self.stash.get(SINK, None))
+        try:
+            entry = entry_for(self)  # None: the cache is off, or cannot key this item
+            # Not under --tokaudit-failures when the entry has findings at records: that
+            # file lists every bad record, which the entry does not hold.
+            cached = reuse(entry, records_needed=observers.sink is not None)
+            if cached is not None:  # an unchanged item: its summary before the file checks
+                summary = cached
+            else:
+                audit(self.source, contract, self.ihook, summary, self.part, observers)
+            if entry is not None and cached is None:
+                entry.save(summary)
+            if self.shard is None:
+                check_file(self.source, contract, self.ihook, summary)
+            # A file that could not be opened (deleted mid-run, say) was not audited: its
+            # "read" finding fails it, and the run is partial. A remote file whose connection
+            # failed mid-file ("read failed") was not read to the end either: the data may be
+            # fine, the audit did not see all of it.
+            unread = ("cannot open", "read failed", str(ParquetUnavailable()))
+            summary.complete = not (summary.read_error or "").startswith(unread)
+        finally:
+            # Reports (with user_properties) travel from xdist workers; config.stash does not.
+            # An unfinished audit travels too, marked incomplete: it makes the run partial.
+            self.user_properties.append((PROPERTY, summary.to_json()))
+        offset = 0
+        if summary.failed and summary.shard is not None and summary.start:
+            try:
+                offset = source.rows_before(self.source, summary.start)
+            except OSError:  # the file went away: lines stay relative to the shard
+                offset = 0
+        # Not after damage (a corrupt frame): the shard did not count its lines to its end.
+        # After numbering a failing shard: its first line is then known, and so its end.
+        if (self.shard and summary.complete and not summary.read_error
+                and source.kind == "lines"):
+            shard_lines(self.source, self.byte_range[0], self.byte_range[1], summary.lines)
+        # A shard's allowable findings are judged with the whole file, by [file].
+        if summary.failed:
+            message, lines = failure_lines(summary, contract, offset)
+            raise Verdict(message, lines, self.display, first_line(summary, offset))
+
+    def label(self) -> str:
+        label = f"tokaudit: {self.display}"
+        if self.shard:
+            label += f" [shard {self.shard[0] + 1} of {self.shard[1]}]"
+        return label
+
+
+def first_line(summary: Any, offset: int) -> int:
+    """The line a file's failure points editors at: its first bad record, else line 1."""
+    lines = [f.line for f in summary.shown + summary.shown_allowable if f.line is not None]
+    return min(lines) + offset if lines else 1
+
+
+class DeferredItem(TokauditItem):
+    """Judged by the controller after every other item has run (see module docstring)."""
+
+    released = False
+
+    def runtest(self) -> None:
+        self.config.stash[JUDGE](self)
+
+
+class WholeFileItem(DeferredItem):
+    """A sharded file's whole-file checks (count mean, outliers...), on the merged shards."""
+
+    def __init__(self, *, contract: Contract, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.contract = contract
+        self.source, self.display = item_source(self)
+
+    def label(self) -> str:
+        return f"tokaudit: {self.display} [whole file]"
+
+
+DataFile.audit_item, DataFile.whole_item = AuditItem, WholeFileItem
+
+
+class IniFile(pytest.File):
+    """The ini file, as the anchor of the dataset checks (`pytest.ini::tokaudit::budget`)."""
+
+    def collect(self) -> Iterator[pytest.Collector]:
+        collector = self.config.pluginmanager.get_plugin("tokaudit.collect")
+        if collector is not None:
+            collector.anchor_collected = True
+        yield DatasetChecks.from_parent(self, name=MARKER)
+
+
+class DatasetChecks(pytest.Collector):
+    def collect(self) -> Iterator[DatasetItem]:
+        for name in configured_checks(self.config):
+            yield DatasetItem.from_parent(self, name=name)
+
+    def reportinfo(self):
+        return self.path, 0, self.nodeid
+
+
+class DatasetItem(DeferredItem):
+    """One dataset check: coverage, budget, unique_ids or expected_ids."""
+
+    def label(self) -> str:
+        return f"tokaudit::{self.name}"
