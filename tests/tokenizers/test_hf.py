@@ -26,7 +26,7 @@ from tokdata import (
 )
 
 from pytest_tokaudit.tokenizers.hf import RoundTrip, TokenizerError, decode_encode, slow_one, load_tokenizer, resolve_tokens, roundtrip
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")

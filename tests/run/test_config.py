@@ -276,7 +276,7 @@ def _cases():
 
 
 def test_the_readme_table_is_made_from_the_keys():
-    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
     assert readme_table() in readme, "run: python -c 'from pytest_tokaudit.model.contract import " \
         "readme_table; print(readme_table())' and paste it into README.md"
 
