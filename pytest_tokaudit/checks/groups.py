@@ -16,9 +16,8 @@ import pytest
 from ..base.fields import MISSING, get_path
 from ..base.findings import Finding
 from ..model.records import Record, TextRecord
-
-CHANNEL = "groups"
-
+from ..model.summary import GROUPS as CHANNEL
+from ..model.summary import label, totals
 
 NONE = "(none)"
 
@@ -29,20 +28,6 @@ def _value(record: Any, path: tuple[str, ...]) -> str:
     if value is MISSING or value is None:
         return NONE
     return value if type(value) is str else repr(value)
-
-
-def totals(values: list[Any]) -> dict[tuple[str, ...], list[int]]:
-    """The channel's entries folded by group: values -> [records, billed, counted, |diff|]."""
-    out: dict[tuple[str, ...], list[int]] = {}
-    for key, *numbers in values:
-        acc = out.setdefault(tuple(key), [0, 0, 0, 0])
-        for i, n in enumerate(numbers):
-            acc[i] += n
-    return out
-
-
-def label(fields: tuple[str, ...], key: tuple[str, ...]) -> str:
-    return ", ".join(f"{f}={v}" for f, v in zip(fields, key))
 
 
 class GroupCheck:

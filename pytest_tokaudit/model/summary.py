@@ -43,6 +43,7 @@ PROPERTY = "tokaudit"  # the user_properties name a summary travels under
 # The controller folds them into its id index and drops them, or, for --tokaudit-json,
 # keeps them packed as runs (jsonreport.pack_runs).
 IDS = "ids"
+GROUPS = "groups"  # per group of field values: [values, records, billed, counted, |diff|]
 
 
 _BIG_INT = re.compile(rb"\d{20}")
@@ -399,3 +400,17 @@ def writable(summary: FileSummary | SummaryView) -> FileSummary:
 
 
 BUDGET = "budget"  # channel: per part [billed, billed of unusable records, how many of them]
+
+
+def totals(values: list[Any]) -> dict[tuple[str, ...], list[int]]:
+    """The channel's entries folded by group: values -> [records, billed, counted, |diff|]."""
+    out: dict[tuple[str, ...], list[int]] = {}
+    for key, *numbers in values:
+        acc = out.setdefault(tuple(key), [0, 0, 0, 0])
+        for i, n in enumerate(numbers):
+            acc[i] += n
+    return out
+
+
+def label(fields: tuple[str, ...], key: tuple[str, ...]) -> str:
+    return ", ".join(f"{f}={v}" for f, v in zip(fields, key))

@@ -8,18 +8,17 @@ import pytest
 
 from ..base.formats import location
 from ..base.text import columns
-from ..checks.groups import CHANNEL, label, totals
 from ..engine.failure import finding_line
 from ..model.contract import Contract, money
 from ..model.result import RESULT
-from ..model.summary import WORST, FileSummary
+from ..model.summary import GROUPS, WORST, FileSummary, label, totals
 
 
 def group_table(summaries: list[Any], contract: Any) -> list[str]:
     """Rows by group over every file: records, mean billed, mean counted, mean |diff| (%)."""
     if not contract.group_by:
         return []
-    groups = totals([e for s in summaries for e in s.channels.get(CHANNEL, [])])
+    groups = totals([e for s in summaries for e in s.channels.get(GROUPS, [])])
     rows = []
     for key, (n, billed, counted, absdiff) in sorted(groups.items()):
         pct = f" ({absdiff / billed:.2%})" if billed else ""

@@ -1,0 +1,52 @@
+"""Verdict parity of two checkouts of the plugin on the benchmark data: the same JSON
+report (findings, summaries, worst records, ids, dataset checks) and the same item
+outcomes, in process and under xdist, on the plain, columnar, sharded, Parquet, round-trip
+and text-template paths. For refactors that must not change a verdict (issue #21).
+
+    git worktree add /tmp/old <rev>
+    python benchmarks/generate.py --size seed --parquet && python benchmarks/generate.py --size seed --shape short
+    python benchmarks/generate.py --raw --size 4 && python benchmarks/generate.py --tokenizer
+    python benchmarks/parity.py /tmp/old .     # exit 0: every case the same
+"""
+import json, os, subprocess, sys, tempfile, shutil, re
+from pathlib import Path
+PY = sys.executable
+OLD, NEW = (str(Path(p).resolve()) for p in sys.argv[1:3])
+HERE = Path(__file__).resolve().parent
+QWEN_DIR = subprocess.run([PY, "-c", "import sys; sys.path.insert(0,'" + str(HERE.parent / "tests") + "'); from tokdata import qwen_dir; print(qwen_dir())"], capture_output=True, text=True).stdout.strip()
+KIMI = "[pytest]\ntokaudit_where = provider\ntokaudit_count_abs = 8\ntokaudit_count_rel = 2%\ntokaudit_count_mean_rel = 0.5%\ntokaudit_require_once = 163607\ntokaudit_require_last = 163586\ntokaudit_forbid = 163606\ntokaudit_unique_ids = true\ntokaudit_budget = 100000000\n"
+QW = "[pytest]\ntokaudit_tokenizer = {tok}\ntokaudit_count_abs = 8\ntokaudit_count_rel = 2%\ntokaudit_require_once = </think>\ntokaudit_require_last = <|im_end|>\ntokaudit_forbid = <think>\ntokaudit_roundtrip_rel = 5%\n"
+RAW = "[pytest]\ntokaudit_tokenizer = {tok}\ntokaudit_id_field = id\ntokaudit_count_field = usage.completion_tokens\ntokaudit_text_template = {{choices.0.message.reasoning?}}</think>{{choices.0.message.content}}<|im_end|>\ntokaudit_finish_reason = stop\ntokaudit_count_abs = 8\ntokaudit_count_rel = 2%\ntokaudit_require_once = </think>\ntokaudit_require_last = <|im_end|>\ntokaudit_group_by = provider\n"
+CASES = [("seed.jsonl", KIMI, {}), ("seed.jsonl", KIMI, {"TOKAUDIT_COLUMNAR": "1"}),
+         ("short-seed.jsonl", KIMI, {"TOKAUDIT_COLUMNAR": "1"}), ("seed.parquet", KIMI, {}),
+         ("seed.jsonl", KIMI + "tokaudit_shard_size = 4000000\n", {}),
+         ("roundtrip.jsonl", QW, {}), ("raw.jsonl", RAW, {})]
+def run(code, data, ini, env_extra, nflag):
+    d = Path(tempfile.mkdtemp(prefix="par-"))
+    (d / "data").mkdir(); os.symlink(f"/tmp/tokaudit-bench/{data}", d / "data" / data)
+    (d / "pytest.ini").write_text(ini.format(tok=QWEN_DIR))
+    env = {**os.environ, "PYTHONPATH": code, **env_extra}
+    r = subprocess.run([PY, "-m", "pytest", "--tokaudit", "-p", "no:randomly", "-p", "no:cacheprovider", "--tokaudit-no-cache",
+                        "--tokaudit-json", "r.json", "-rA", "-q", nflag, "0" if nflag == "-n" else "", "data"] if nflag else
+                       [PY, "-m", "pytest", "--tokaudit", "-p", "no:randomly", "-p", "no:cacheprovider", "--tokaudit-no-cache",
+                        "--tokaudit-json", "r.json", "-rA", "-q", "-p", "no:xdist", "data"], cwd=d, env=env, capture_output=True, text=True)
+    rep = json.loads((d / "r.json").read_text()) if (d / "r.json").exists() else None
+    lines = sorted(l for l in r.stdout.splitlines() if l.startswith(("FAILED", "PASSED", "SKIPPED", "ERROR")))
+    shutil.rmtree(d)
+    if rep:
+        for k in ("tool_version", "version", "cache", "created"): rep.pop(k, None)
+        rep.get("contract", {}).pop("tokaudit_glob", None)  # the new default adds *.arrow *.feather
+    return r.returncode, lines, rep
+ok = True
+for data, ini, env in CASES:
+    for nflag in ("", "-n"):
+        a = run(OLD, data, ini, env, nflag); b = run(NEW, data, ini, env, nflag)
+        same = a == b
+        ok &= same
+        print(f"{'SAME' if same else 'DIFF'} {data} {env or ''} {nflag or '-p no:xdist'} exit={a[0]}/{b[0]} items={len(a[1])} ")
+        if not same:
+            if a[1] != b[1]: print("  lines differ:", set(a[1]) ^ set(b[1]))
+            if a[2] != b[2]:
+                for k in set(a[2] or {}) | set(b[2] or {}):
+                    if (a[2] or {}).get(k) != (b[2] or {}).get(k): print("  report key differs:", k)
+sys.exit(0 if ok else 1)
