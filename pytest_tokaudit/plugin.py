@@ -94,7 +94,7 @@ def pytest_configure(config: pytest.Config) -> None:
             pm.register(JunitNames(config), "tokaudit.junit")
     outputs.configure(config)  # each output registers what this process needs
     # URLs on the command line or in testpaths: out of pytest's args, listed and collected
-    # by remote.py (registered after the collector, so its items come before the checks').
+    # by run/remote.py (registered after the collector, so its items come before the checks').
     from .run.remote import configure as configure_remote
 
     configure_remote(config)

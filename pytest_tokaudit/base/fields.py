@@ -1,7 +1,7 @@
 """Values the contract reads out of a record beyond one field: billing sums and text templates.
 
-Parsing only (no tokenizer, no orjson): contract.py validates the ini text with these, and
-reader.py / template.py read records with the parsed forms.
+Parsing only (no tokenizer, no orjson): model/contract.py validates the ini text with these, and
+reader.py / engine/template.py read records with the parsed forms.
 
 - CountSum: `usage.completion_tokens + usage.completion_tokens_details.reasoning_tokens?`,
   the billed count as a sum of integer fields; `?` marks an addend that may be missing or
@@ -9,7 +9,7 @@ reader.py / template.py read records with the parsed forms.
 - Template: `{choices.0.message.reasoning?}</think>{choices.0.message.content}<|im_end|>`,
   how a completion's tokens are rebuilt: `{path}` placeholders (`{path?}` may be missing or
   null) between literal text; `{{` and `}}` are literal braces. Which literals are special
-  tokens is up to the tokenizer (template.py).
+  tokens is up to the tokenizer (engine/template.py).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ _FIELD_HELP = "a field name like usage.completion_tokens"
 
 
 class FieldError(ValueError):
-    """A bad formula or template; contract.py turns it into a ContractError naming the key."""
+    """A bad formula or template; model/contract.py turns it into a ContractError naming the key."""
 
 
 def _path(text: str, what: str) -> Path:

@@ -74,7 +74,7 @@ def failure_text(summary: FileSummary, contract: Contract, offset: int = 0) -> s
         lines.append(finding_line(summary.path, f, contract))
     keys: list[str] = []
     for check in summary.by_check:
-        # Every check's allowance is tokaudit_count_outliers (checks.py's are listed above).
+        # Every check's allowance is tokaudit_count_outliers (checks/record.py's are listed above).
         for attr in CHECK_KEYS.get(check, ("count_outliers",) if check.endswith("_outliers") else ()):
             if attr not in keys:
                 keys.append(attr)

@@ -12,7 +12,7 @@ one wins), so it is only taken where the cut-out array can only be the value of 
 top-level key: the key's bytes occur once in the line, and no \\u escape of a printable
 ASCII character (the only way to spell the key differently) occurs anywhere; the array holds
 only digits and commas, so both are looked for in the rest of the line only. Anything
-unusual (spaces aside) returns None and the line takes the plain path (reader.py), which
+unusual (spaces aside) returns None and the line takes the plain path (sources/parse.py), which
 is the reference: both must give identical findings (tests/test_fastpath.py).
 """
 

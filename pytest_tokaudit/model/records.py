@@ -163,7 +163,7 @@ class Record(ReadOnlyRecord):
 
 class TextRecord(Record):
     """A record read with a text template: `texts` holds each placeholder's text; the ids
-    are rebuilt from them in batches (template.py) before any check sees the record, into
+    are rebuilt from them in batches (engine/template.py) before any check sees the record, into
     `ids` when the record has none, else into `rebuilt` (for the ids_match_text check)."""
 
     __slots__ = ("texts", "rebuilt", "from_text")

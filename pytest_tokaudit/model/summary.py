@@ -90,7 +90,7 @@ class FileSummary:
     findings: int = 0
     allowable: int = 0
     # Allowable findings per check: each check's allowance is judged on its own, so one
-    # check's outliers never use up another's (checks.py: <check>_outliers).
+    # check's outliers never use up another's (checks/record.py: <check>_outliers).
     outliers: dict[str, int] = field(default_factory=dict)
     bad_records: int = 0  # records with a finding no allowance forgives
     outlier_records: int = 0  # records whose only findings are allowable
@@ -110,7 +110,7 @@ class FileSummary:
     # Per-check channels: name -> JSON-able values a check's batch hook fills for its
     # dataset check (IDS: the record ids, for unique_ids and expected_ids).
     channels: dict[str, list[Any]] = field(default_factory=dict)
-    cached: bool = False  # reused from the cache (cache.py); merged: every part was
+    cached: bool = False  # reused from the cache (run/cache.py); merged: every part was
 
     # -- accumulation ------------------------------------------------------------------
     def add_counts(self, line: int, record_id: Any, billed: int, counted: int) -> None:

@@ -62,7 +62,7 @@ def walk_dataset(config: pytest.Config, patterns: tuple[str, ...]) -> tuple[list
     testpaths = config.getini("testpaths")
     paths: list[Path] = []
     for entry in testpaths or []:
-        if "://" in entry:  # a URL: listed by remote.py
+        if "://" in entry:  # a URL: listed by run/remote.py
             continue
         matches = sorted(glob.glob(str(root / entry), recursive=True)) or [str(root / entry)]
         paths += [Path(m) for m in matches]

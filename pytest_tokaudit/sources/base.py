@@ -12,7 +12,7 @@ class ReadError(Exception):
 
 
 class SourceError(OSError):
-    """A remote source failed (remote.py): no such key, access denied, a connection lost.
+    """A remote source failed (sources/remote.py): no such key, access denied, a connection lost.
 
     `at_open`: nothing of the file could be read, so it was not audited at all. The
     message is the finding's, worded without credentials; `strerror` carries it too, for

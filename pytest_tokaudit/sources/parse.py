@@ -333,7 +333,7 @@ def _schema(obj: dict, contract: Contract, with_ids: bool) -> tuple[list[str], A
         ids = get_path(obj, contract.ids_field)
         ids_name = ".".join(contract.ids_field)
         if ids is MISSING and contract.text_template is not None:
-            ids = None  # rebuilt from the text (template.py)
+            ids = None  # rebuilt from the text (engine/template.py)
         elif ids is MISSING:
             problems.append(f"missing field {ids_name!r}")
         else:

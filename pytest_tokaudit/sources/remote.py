@@ -117,7 +117,7 @@ class RemoteFile:
     @property
     def version(self) -> str | None:
         """The listing's name for these bytes when the store changes it on every write (see
-        VERSIONS), else None: cache.py reuses a remote file's result only by it."""
+        VERSIONS), else None: run/cache.py reuses a remote file's result only by it."""
         if protocol(self.url) in ("http", "https") or self.size is None:
             return None
         return self.tag if self.tag.partition("=")[0] in VERSIONS else None
@@ -257,7 +257,7 @@ class Listing:
 
 # Listing keys naming one version of an object's bytes: an object store gives a new value
 # on every write (S3's and GCS's ETag, GCS's MD5, a Hugging Face file's LFS SHA-256 or git
-# blob id), so an unchanged value means unchanged bytes, and cache.py may key a file by it.
+# blob id), so an unchanged value means unchanged bytes, and run/cache.py may key a file by it.
 # A modification time is not the bytes, and neither is an HTTP server's ETag (weak, or
 # made of mtime and size): those only tell a rewritten file apart within one run.
 VERSIONS = ("lfs.sha256", "blob_id", "ETag", "etag", "md5Hash")
