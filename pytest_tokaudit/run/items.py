@@ -328,7 +328,8 @@ class AuditItem(TokauditItem):
             summary.shard, summary.shards = self.shard
             summary.start = self.byte_range[0]
         source = source_of(self.source)
-        observers = Observers(self.stash.get(METER, None), self.stash.get(SINK, None))
+        observers = Observers(self.stash[METER] if METER in self.stash else None,
+                              self.stash[SINK] if SINK in self.stash else None)
         try:
             entry = entry_for(self)  # None: the cache is off, or cannot key this item
             # Not under --tokaudit-failures when the entry has findings at records: that
