@@ -16,7 +16,9 @@ An entry is keyed by everything the item's summary depends on, each part checked
   of transformers and tokenizers;
 - the code: this plugin's version and a hash of its source files, the versions of the
   parsers (orjson, pyarrow), and each per-record and batch hook implementation that runs
-  on the item (its plugin's name and a hash of its source file);
+  on the item: its plugin's name and a digest of what it does, however it was built
+  (codekey.py); a hook that cannot be fingerprinted turns the cache off for its items,
+  said once (a warning);
 - the item itself: its path, shard and byte range or row groups.
 
 The value is the item's FileSummary JSON *before* the per-file checks, which run again on
@@ -33,6 +35,7 @@ import contextlib
 import hashlib
 import os
 import sys
+import warnings
 from functools import partial
 from pathlib import Path
 from typing import Any, Callable
@@ -46,6 +49,7 @@ from ..base.formats import source_of
 from ..model.contract import KEYS, Contract
 from ..model.summary import FileSummary
 from ..sources.digest import digest_file
+from .codekey import Unkeyable, hookimpl_digest, is_own
 from .config import CONTRACT
 
 FORMAT = 1
@@ -124,30 +128,41 @@ def contract_key(contract: Contract) -> dict[str, str]:
     return out
 
 
-_SOURCES: dict[str, str] = {}
+class UncachedWarning(pytest.PytestWarning):
+    """The cache cannot key a check: the items it runs on are audited every run."""
 
 
-def hooks_key(ihook: Any, root: Path) -> list[list[str]] | None:
-    """The per-record and batch hook implementations that run on an item, each with a hash
-    of its source file; None if one has no source file (its changes could not be seen).
-    A conftest plugin is named by its path, kept relative to the rootdir: another checkout
-    of the same project (a CI job's) is the same code."""
+_SAID: set[str] = set()
+
+
+def hooks_key(ihook: Any, root: Path) -> list[list[str]]:
+    """The per-record and batch hook implementations that run on an item, each with a
+    digest of what it does (codekey: its code and everything it reaches, however it was
+    built); Unkeyable if one cannot be fingerprinted. A conftest plugin is named by its
+    path, kept relative to the rootdir: another checkout of the same project (a CI job's)
+    is the same code. The built-in checks are keyed by the package's source (code_digest)."""
     out = []
     for name in AUDIT_HOOKS:
         for impl in getattr(ihook, name).get_hookimpls():
-            code = getattr(impl.function, "__code__", None)
-            filename = getattr(code, "co_filename", "")
-            if filename not in _SOURCES:
-                try:
-                    _SOURCES[filename] = hashlib.sha256(Path(filename).read_bytes()).hexdigest()
-                except (OSError, ValueError):
-                    return None
             plugin = impl.plugin_name
             if os.path.isabs(plugin):
                 with contextlib.suppress(ValueError):
                     plugin = Path(plugin).relative_to(root).as_posix()
-            out.append([name, plugin, _SOURCES[filename]])
+            if is_own(impl.function):
+                out.append([name, plugin, "pytest-tokaudit"])
+                continue
+            out.append([name, plugin, hookimpl_digest(impl.function, impl.plugin,
+                                                      f"{name} of {plugin}", str(root))])
     return out
+
+
+def say_uncached(why: Unkeyable) -> None:
+    """Once per process and reason: a check the cache cannot key."""
+    text = (f"tokaudit cache: not used for items that {why.where} runs on: {why.why}; "
+            "they are audited every run")
+    if text not in _SAID:
+        _SAID.add(text)
+        warnings.warn(UncachedWarning(text))
 
 
 class Store:
@@ -250,8 +265,10 @@ def entry_for(item: Any) -> Entry | None:
     source = item.source
     if store is None:
         return None
-    hooks = hooks_key(item.ihook, item.config.rootpath)
-    if hooks is None:
+    try:
+        hooks = hooks_key(item.ihook, item.config.rootpath)
+    except Unkeyable as why:
+        say_uncached(why)
         return None
     kind = source_of(source)
     state: Callable[[], Any]

@@ -333,3 +333,170 @@ def test_parquet_row_group_shards_are_cached(project: TokProject):
     assert warm.parseoutcomes() == cold.parseoutcomes()
     warm.stdout.fnmatch_lines(["tokaudit cache: 4 of 4 audit items reused*",
                                "FAILED data/a.parquet::tokaudit[[]file[]] - 1 of 7 audited *"])
+
+
+# -- the key covers what a check does, however it was built (issue #22, item 1) --------------
+
+# Each variant: helper modules and a conftest.py, then the edit. The check fails a record
+# with more than `n` ids only after the edit, so a reused PASS is a false green.
+HELPERS = {
+    "factory": {
+        "helpers.py": """
+def max_ids(n):
+    def check(record):
+        if record.n_ids > n:
+            return f"{record.n_ids} ids > {n}"
+    return check
+""",
+        "conftest.py": "from helpers import max_ids\npytest_tokaudit_check_record = max_ids(100)\n",
+        "edit": ("conftest.py", "max_ids(100)", "max_ids(2)"),
+    },
+    "wraps-decorator": {
+        "helpers.py": """
+import functools
+
+def logged(fn):
+    @functools.wraps(fn)
+    def wrapper(record):
+        return fn(record)
+    return wrapper
+""",
+        "conftest.py": """from helpers import logged
+
+@logged
+def pytest_tokaudit_check_record(record):
+    return None
+""",
+        "edit": ("conftest.py", "return None", "return 'edited: every record fails'"),
+    },
+    "helper-function-edited": {
+        "helpers.py": "def rule(record):\n    return None\n",
+        "conftest.py": """import helpers
+
+def pytest_tokaudit_check_record(record):
+    return helpers.rule(record)
+""",
+        "edit": ("helpers.py", "return None", "return 'edited: every record fails'"),
+    },
+    "imported-constant-edited": {
+        "settings.py": "LIMIT = 100\n",
+        "conftest.py": """from settings import LIMIT
+
+def pytest_tokaudit_check_record(record):
+    if record.n_ids > LIMIT:
+        return "too many ids"
+""",
+        "edit": ("settings.py", "LIMIT = 100", "LIMIT = 2"),
+    },
+    "set-constant": {  # a set of strings: its order follows the hash seed of each run
+        "settings.py": "BANNED = {'a', 'b', 'c', 'd', 999}\n",
+        "conftest.py": """from settings import BANNED
+
+def pytest_tokaudit_check_record(record):
+    if any(i in BANNED for i in record.ids):
+        return "banned id"
+""",
+        "edit": ("settings.py", "999", "1002"),
+    },
+    "batch-factory": {
+        "helpers.py": """
+def max_ids(n):
+    def check(records):
+        return [r.finding("max_ids", "too many ids") for r in records if r.n_ids > n]
+    return check
+""",
+        "conftest.py": "from helpers import max_ids\npytest_tokaudit_check_batch = max_ids(100)\n",
+        "edit": ("conftest.py", "max_ids(100)", "max_ids(2)"),
+    },
+    "plugin-instance": {
+        "helpers.py": """
+class MaxIds:
+    def __init__(self, n):
+        self.n = n
+
+    def pytest_tokaudit_check_record(self, record):
+        if record.n_ids > self.n:
+            return "too many ids"
+""",
+        "conftest.py": """from helpers import MaxIds
+
+def pytest_configure(config):
+    config.pluginmanager.register(MaxIds(100), "max-ids")
+""",
+        "edit": ("conftest.py", "MaxIds(100)", "MaxIds(2)"),
+    },
+    "default-argument": {
+        "settings.py": "LIMIT = 100\n",
+        "conftest.py": """import settings
+
+def pytest_tokaudit_check_record(record, limit=settings.LIMIT):
+    if record.n_ids > limit:
+        return "too many ids"
+""",
+        "edit": ("settings.py", "LIMIT = 100", "LIMIT = 2"),
+    },
+}
+
+
+@ONE_PROCESS
+@pytest.mark.parametrize("variant", sorted(HELPERS))
+def test_the_key_covers_a_check_however_it_was_built(project: TokProject, variant: str):
+    """A check made by a factory, a decorator, a plugin instance or a helper module is keyed
+    by what it does: after an edit anywhere in it, a warm run's verdict is a cold run's."""
+    spec = HELPERS[variant]
+    project.ini(tokaudit_count_mean_rel="")
+    project.jsonl("data/a.jsonl", [rec(i, 5) for i in range(3)])
+    for name, text in spec.items():
+        if name != "edit":
+            project.write(name, text)
+    first = project.run("--tokaudit-json=audit.json")
+    assert_no_crash(first)
+    assert first.ret == pytest.ExitCode.OK, first.stdout.str()
+    assert report(project)["cache"]["audited"] == ["data/a.jsonl::tokaudit"]
+    warm = project.run("--tokaudit-json=audit.json")
+    assert report(project)["cache"]["items"] == ["data/a.jsonl::tokaudit"]  # keyed, and reused
+
+    name, old, new = spec["edit"]
+    path = project.path / name
+    path.write_text(path.read_text().replace(old, new))
+    for cached in [p for p in project.path.rglob("__pycache__")]:  # a same-second edit
+        for pyc in cached.iterdir():
+            pyc.unlink()
+    after = project.run("--tokaudit-json=audit.json")
+    assert_no_crash(after)
+    cold = project.run("--tokaudit-no-cache")
+    assert cold.ret == pytest.ExitCode.TESTS_FAILED, cold.stdout.str()
+    assert after.ret == cold.ret, after.stdout.str()
+    assert report(project)["cache"]["items"] == []
+    assert warm.ret == pytest.ExitCode.OK
+
+
+@ONE_PROCESS
+def test_a_check_that_cannot_be_keyed_is_not_cached_and_says_so_once(project: TokProject):
+    """A check whose state cannot be fingerprinted (a lock in its closure): every run audits
+    the items it runs on, and the run says why, once."""
+    project.ini(tokaudit_count_mean_rel="")
+    project.jsonl("data/a.jsonl", [rec(i, 5) for i in range(3)])
+    project.jsonl("data/b.jsonl", [rec(i, 5) for i in range(3, 6)])
+    project.write("conftest.py", COUNTER + """
+import threading
+
+def guarded(lock):
+    def pytest_tokaudit_check_batch(records):
+        with lock:
+            return None
+    return pytest_tokaudit_check_batch
+
+pytest_tokaudit_check_batch = guarded(threading.Lock())
+""")
+    for _ in range(2):
+        result = project.run("--tokaudit-json=audit.json", "-W", "default")
+        assert_no_crash(result)
+        assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+        assert audited(project) == 6
+        assert report(project)["cache"]["items"] == []
+        text = result.stdout.str()
+        assert text.count("tokaudit cache: not used for") == 1, text
+        result.stdout.fnmatch_lines([
+            "*tokaudit cache: not used for items that pytest_tokaudit_check_batch of conftest.py "
+            "runs on: *lock* cannot be fingerprinted*"])
