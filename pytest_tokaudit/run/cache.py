@@ -48,7 +48,7 @@ from ..base.atomic import replacing
 from ..base.formats import source_of
 from ..model.contract import KEYS, Contract
 from ..model.summary import FileSummary
-from ..sources.digest import digest_file
+from ..sources.digest import digest_file, file_state
 from .codekey import Unkeyable, hookimpl_digest, is_own
 from .config import CONTRACT
 
@@ -231,31 +231,35 @@ def _make_store(config: pytest.Config) -> Store | None:
 
 
 class Entry:
-    """One audit item's entry: its key, computed before the audit, and its file's state
-    (a local file's stat, a remote object's version), which must not change while the item
-    is audited for its summary to be stored."""
+    """One audit item's entry: its key, and its file's state (a local file's stat, a remote
+    object's version) taken *before* the key's bytes were hashed, which must still hold
+    after the audit for the summary to be stored: any write in between changes it, so no
+    interleaving of writes with a run stores a verdict under bytes it did not judge. A
+    state of None (a file changed too recently for its stat to show a further write:
+    digest.file_state) is never stored under."""
 
     def __init__(self, store: Store, key: dict[str, Any], state: Callable[[], Any],
-                 before: Any = None):
+                 before: Any):
         self.store = store
         self.key = orjson.loads(orjson.dumps(key))  # as read back: tuples become lists
         self.name = hashlib.sha256(orjson.dumps(key, option=orjson.OPT_SORT_KEYS)).hexdigest()
         self.state = state
-        self.before = state() if before is None else before
+        self.before = before
 
     def load(self) -> FileSummary | None:
         return self.store.load(self.name, self.key)
 
     def save(self, summary: FileSummary) -> None:
         """Store an audit that ran to the end on bytes that did not change meanwhile."""
-        if summary.read_error or self.state() != self.before:
+        if summary.read_error or self.before is None:
+            return
+        try:
+            after = self.state()
+        except OSError:  # gone: whatever it held, the audit is not for a key
+            return
+        if after != self.before:
             return
         self.store.save(self.name, self.key, summary.to_json())
-
-
-def _stat(path: Path) -> tuple[int, ...]:
-    st = os.stat(path)
-    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 def entry_for(item: Any) -> Entry | None:
@@ -281,10 +285,12 @@ def entry_for(item: Any) -> Entry | None:
         state, before = source.current_version, source.version
     else:
         try:
+            # The state first: a write while the bytes are hashed, or after, changes it.
+            state = partial(file_state, source)
+            before = state()
             # The source's own view of the bytes the part reads (a frame run's frames, a
             # Parquet shard's whole file, whose footer it reads too).
             fingerprint = kind.fingerprint(source, item.part, item.shard is None)
-            state, before = partial(_stat, source), None
         except OSError:
             return None  # unreadable: the audit says why
     key = {
