@@ -24,6 +24,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 import pytest
 
+from ..base.findings import Finding
 from ..base.formats import source_of
 from ..checks.dataset import check_names
 from ..engine.failure import failure_lines
@@ -36,6 +37,7 @@ from ..model.summary import PROPERTY, FileSummary
 from ..sources.base import Part
 from ..sources.lines import shard_lines
 from ..sources.parquet import ParquetUnavailable
+from ..sources.remote import CHANGED, UNCHECKED
 from .cache import entry_for, reuse
 from .compat import failure_repr, teardown_towards
 from .config import CONTRACT
@@ -338,6 +340,8 @@ class AuditItem(TokauditItem):
                 summary = cached
             else:
                 audit(self.source, contract, self.ihook, summary, self.part, observers)
+                if not isinstance(self.source, Path):
+                    changed_since_listing(self.source, summary)
             if entry is not None and cached is None:
                 entry.save(summary)
             if self.shard is None:
@@ -346,7 +350,7 @@ class AuditItem(TokauditItem):
             # "read" finding fails it, and the run is partial. A remote file whose connection
             # failed mid-file ("read failed") was not read to the end either: the data may be
             # fine, the audit did not see all of it.
-            unread = ("cannot open", "read failed", str(ParquetUnavailable()))
+            unread = ("cannot open", "read failed", str(ParquetUnavailable()), CHANGED, UNCHECKED)
             summary.complete = not (summary.read_error or "").startswith(unread)
         finally:
             # Reports (with user_properties) travel from xdist workers; config.stash does not.
@@ -373,6 +377,21 @@ class AuditItem(TokauditItem):
         if self.shard:
             label += f" [shard {self.shard[0] + 1} of {self.shard[1]}]"
         return label
+
+
+def changed_since_listing(source: Any, summary: FileSummary) -> None:
+    """A remote file is read by the size it was listed with: if the object is another one
+    now (grown, shrunk, rewritten), what was read is not the object, whatever the reader
+    made of it; the item fails saying so, and the file counts as not audited to the end."""
+    if (summary.read_error or "").startswith(("cannot open: no such file", "cannot open: access denied")):
+        return  # deleted or denied before any byte was read: that finding says it
+    why = source.changed()
+    if why:
+        summary.read_error = why
+        summary.add_finding(Finding("read", why))
+        # First: what the reader made of another object's bytes (a range past its end, a
+        # footer that is not one) follows from it.
+        summary.file_findings.insert(0, summary.file_findings.pop())
 
 
 def first_line(summary: Any, offset: int) -> int:

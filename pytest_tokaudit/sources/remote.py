@@ -55,6 +55,12 @@ def extra_hint(url: str) -> str:
     return f"fsspec and {package}: pip install 'pytest-tokaudit[{extra}]'"
 
 
+# How an audit of an object that is no longer the one listed is worded (RemoteFile.changed):
+# a `read` finding, and the file counts as not audited to the end.
+CHANGED = "changed after it was listed"
+UNCHECKED = "cannot check that it is unchanged since it was listed"
+
+
 class RemoteUnavailable(Exception):
     """fsspec, or the package of the URL's protocol, is not installed; names the extra."""
 
@@ -130,6 +136,25 @@ class RemoteFile:
             return _tag(fs.info(path))
         except Exception:  # noqa: BLE001 - unknown now: the result is not stored
             return None
+
+    def changed(self) -> str | None:
+        """Why the object is not the one listed, or None. The audit reads it by the
+        listing's size (no request for it): an object rewritten since, larger, smaller or
+        of the same size, was not read as it is. One metadata request."""
+        try:
+            fs, path = filesystem(self.url)
+            fs.invalidate_cache(path)  # the listing's answer is cached: ask again
+            info = fs.info(path)
+        except FileNotFoundError:
+            return f"{CHANGED} (deleted): run the audit again"
+        except Exception as exc:  # noqa: BLE001 - unknown is not unchanged
+            return f"{UNCHECKED}: {describe(exc)}"
+        size, tag = info.get("size"), _tag(info)
+        if self.size is not None and isinstance(size, int) and size != self.size:
+            return f"{CHANGED} ({self.size:,} bytes then, {size:,} now): run the audit again"
+        if self.tag and tag and tag != self.tag:
+            return f"{CHANGED} (a new version of the same size): run the audit again"
+        return None
 
     def open_stream(self) -> "Stream":
         """The file for reading; SourceError (at_open) if it cannot be opened."""
