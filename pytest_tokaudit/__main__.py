@@ -59,6 +59,19 @@ def id_checks(reports: list[jsonreport.Report]) -> tuple[Contract, list[Outcome]
     return (contract.replace_from("merge", **changes) if changes else contract), skipped
 
 
+def union_coverage(cov: Coverage, contract: Contract) -> Outcome:
+    """The coverage verdict of the final merge: the last word on the dataset, so a union
+    that did not audit all of it (a folder no part audits, a part stopped or deselected)
+    fails, where a part's own partial run only skips."""
+    outcome = coverage_outcome(cov, contract)
+    if outcome.outcome != "skipped":
+        return outcome
+    missing = [f"{path}: {why}" for path, why in sorted(cov.missing.items())]
+    return Outcome("coverage", "failed",
+                   f"the reports together did not audit the whole dataset: {cov.partial}",
+                   missing[:20] + ([f"... and {len(missing) - 20} more"] if len(missing) > 20 else []))
+
+
 def standalone_hook(plugins: Sequence[str] = ()) -> Any:
     """The dataset hooks outside pytest (the merge command): the built-in checks and the
     given plugins, each a module name or a .py file such as a conftest.py."""
@@ -128,10 +141,13 @@ def merge(paths: list[str], out: str | None, plugins: Sequence[str] = ()) -> int
         # every file of the dataset to the end.
         cov = Coverage.union(coverages)
         partial = cov.unjudgeable
-        outcomes = [coverage_outcome(cov, contract)]
+        outcomes = [union_coverage(cov, contract)]
     else:  # a report of a version that did not record coverage
-        partial = "; ".join(f"{r.name}: {r.partial}" for r in reports if r.partial) or None
-        outcomes = []
+        lacking = ", ".join(r.name for r in reports if r.coverage is None)
+        partial = f"{lacking} record no coverage"
+        outcomes = [Outcome("coverage", "failed", (
+            f"cannot tell whether the reports cover the dataset: {partial} (written by an "
+            "older pytest-tokaudit); audit the parts again with this one"))]
     outcomes += evaluate(hook, files, index, contract, partial) + skipped
     order = ("coverage", *CHECK_ORDER)
     outcomes.sort(key=lambda o: order.index(o.name) if o.name in order else len(order))
