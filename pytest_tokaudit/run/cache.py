@@ -45,8 +45,9 @@ import pytest
 
 from .. import __version__
 from ..base.atomic import replacing
+from ..base.urls import is_url
 from ..base.formats import source_of
-from ..model.contract import KEYS, Contract
+from ..model.contract import KEYS, KEYS_BY_ATTR, Contract
 from ..model.summary import FileSummary
 from ..sources.digest import digest_file, file_state
 from .codekey import Unkeyable, hookimpl_digest, is_own
@@ -125,6 +126,22 @@ def contract_key(contract: Contract) -> dict[str, str]:
         out[key.name] = repr(value)
     for attr in ("require_once_ids", "require_last_ids", "forbid_ids"):
         out[attr] = repr(getattr(contract, attr))
+    return out
+
+
+def contract_files(contract: Contract) -> dict[str, str]:
+    """A digest of what each path key of the contract names (its bytes, not where it is),
+    by key name: the JSON report carries it, so the merge command tells one contract
+    written from checkouts in other folders (absolute paths) from another."""
+    out = {}
+    if contract.tokenizer:
+        files = tokenizer_digest(contract.tokenizer)["files"]
+        out[KEYS_BY_ATTR["tokenizer"].name] = hashlib.sha256(
+            orjson.dumps(files, option=orjson.OPT_SORT_KEYS)).hexdigest()
+    manifest = contract.expected_ids
+    if manifest and not is_url(manifest):  # a URL is the same wherever it is read from
+        with contextlib.suppress(OSError):
+            out[KEYS_BY_ATTR["expected_ids"].name] = digest_file(manifest)
     return out
 
 
