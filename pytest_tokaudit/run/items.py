@@ -17,7 +17,9 @@ collected, counted, selected and reported like any test.
 from __future__ import annotations
 
 import fnmatch
+import json
 import os
+import re
 import warnings
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
@@ -71,6 +73,24 @@ def dataset_anchor(config: pytest.Config) -> str:
         if rel is not None:
             return f"{display_path(inipath, config.rootpath)}::{MARKER}".replace(os.sep, "/")
     return MARKER
+
+
+# The names of a data file's items are ours: its node id is everything before the last of
+# them, whatever `::` the file's own name holds (a node id is never cut at its first `::`).
+_ITEM = re.compile(rf"::{MARKER}(\[shard \d+ of \d+\]|\[file\])?$")
+
+WHOLE = f"::{MARKER}[file]"  # a sharded file's whole-file item, after the file's node id
+
+# An audit item's report carries its data file, as [file node id, "path" or "url", where]:
+# the controller under xdist collects nothing, and a node id cannot name a file for sure
+# (a name that is not UTF-8 is escaped in it).
+SOURCE = "tokaudit_source"
+
+
+def data_file_nodeid(nodeid: str) -> str | None:
+    """The node id of the data file an audit or [file] item belongs to; None for another."""
+    m = _ITEM.search(nodeid)
+    return nodeid[:m.start()] if m else None
 
 
 def configured_checks(config: pytest.Config) -> list[str]:
@@ -356,6 +376,7 @@ class AuditItem(TokauditItem):
             # Reports (with user_properties) travel from xdist workers; config.stash does not.
             # An unfinished audit travels too, marked incomplete: it makes the run partial.
             self.user_properties.append((PROPERTY, summary.to_json()))
+            self.user_properties.append((SOURCE, source_property(self)))
         offset = 0
         if summary.failed and summary.shard is not None and summary.start:
             try:
@@ -377,6 +398,15 @@ class AuditItem(TokauditItem):
         if self.shard:
             label += f" [shard {self.shard[0] + 1} of {self.shard[1]}]"
         return label
+
+
+def source_property(item: AuditItem) -> str:
+    """The SOURCE property of an audit item: JSON, which escapes a file name that is not
+    UTF-8 (surrogates) where xdist's channel would refuse it."""
+    assert item.parent is not None
+    if isinstance(item.source, Path):
+        return json.dumps([item.parent.nodeid, "path", os.fspath(item.source)])
+    return json.dumps([item.parent.nodeid, "url", str(item.source)])
 
 
 def changed_since_listing(source: Any, summary: FileSummary) -> None:

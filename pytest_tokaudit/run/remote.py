@@ -207,9 +207,8 @@ class Remote:
         cov.dataset = sorted(dataset)
         cov.named += [display_url(n.split("::")[0]) for n in self.named]
 
-    def make_whole_file(self, session: pytest.Session, nodeid: str) -> pytest.Item | None:
+    def make_whole_file(self, session: pytest.Session, display: str) -> pytest.Item | None:
         """The controller under xdist: a remote file's [file] item, from the listing."""
-        display = nodeid.split("::")[0]
         source = self.files.get(display)
         if source is None:
             return None
