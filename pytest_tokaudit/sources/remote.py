@@ -66,17 +66,43 @@ class RemoteUnavailable(Exception):
 
 
 def filesystem(url: str) -> tuple[Any, str]:
-    """(fsspec filesystem, path within it). Options come from fsspec's configuration only."""
+    """(fsspec filesystem, path within it). Options come from fsspec's configuration only.
+
+    The URL is one store's URL, its path a key as listed: never an fsspec chain (`::` is
+    legal in a key: `s3://b/a::b.jsonl`), and never an s3fs version (`?versionId=` is legal
+    in a key too); an http(s) URL keeps its query (a presigned URL's signature)."""
     try:
-        import fsspec.core
+        import fsspec
     except ImportError:
         raise RemoteUnavailable(f"reading {protocol(url)}:// URLs needs {extra_hint(url)}") from None
+    name = protocol(url)
     try:
-        return fsspec.core.url_to_fs(url)
+        cls = fsspec.get_filesystem_class(name)
     except ImportError:
-        raise RemoteUnavailable(f"reading {protocol(url)}:// URLs needs {extra_hint(url)}") from None
+        raise RemoteUnavailable(f"reading {name}:// URLs needs {extra_hint(url)}") from None
     except ValueError as exc:  # "Protocol not known: foo"
         raise RemoteUnavailable(f"{display_url(url)}: {scrub(str(exc))}") from None
+    if name in ("s3", "s3a"):
+        cls = _keys_as_listed(cls)
+    options = cls._get_kwargs_from_urls(url) if name in ("http", "https") else {}
+    return cls(**options), cls._strip_protocol(url)
+
+
+_KEYS: dict[Any, Any] = {}
+_HIDDEN = "\x00versionId\x00"  # stands in while s3fs splits: no key holds NUL around it
+
+
+def _keys_as_listed(cls: Any) -> Any:
+    """s3fs's filesystem, reading a path as bucket and key only: s3fs cuts `?versionId=...`
+    off every key (a version to fetch, even when not version aware)."""
+    if cls not in _KEYS:
+        def split_path(self: Any, path: str) -> tuple[str, str, None]:
+            bucket, key, _ = cls.split_path(self, path.replace("?versionId=", _HIDDEN))
+            return bucket, key.replace(_HIDDEN, "?versionId="), None
+
+        _KEYS[cls] = type(cls.__name__, (cls,), {"split_path": split_path,
+                                                 "__module__": __name__})
+    return _KEYS[cls]
 
 
 def describe(exc: BaseException) -> str:
