@@ -62,8 +62,11 @@ _ROOTS: tuple[str, ...] | None = None
 
 
 def _kind(filename: str | None) -> str:
-    """"own" (this package), "library" or "user" code, by the file it was defined in."""
+    """"own" (this package), "library" or "user" code, by the file it was defined in
+    ("<c>": a module built into Python or compiled, which has none)."""
     global _ROOTS
+    if filename == "<c>":
+        return "library"
     if not filename or filename.startswith("<"):
         return "user"  # exec'd code: only its code object tells what it does
     real = os.path.realpath(filename)
@@ -299,27 +302,32 @@ class Digest:
             self.put("wrapped")
             self.value(wrapped)
             return
-        state = getattr(obj, "__dict__", None)
-        slots = [s for k in t.__mro__ for s in getattr(k, "__slots__", ())
-                 if isinstance(s, str) and s not in ("__dict__", "__weakref__")]
-        plain = all(k.__module__ != "builtins" or k is object for k in t.__mro__)
-        walkable = plain and (state is not None or bool(slots))
-        user = _kind(getattr(sys.modules.get(t.__module__), "__file__", None)) != "library"
-        if not (walkable and user):
-            # A library's object (a compiled pattern, an array): its class's own notion of
-            # its state, pickled; functions and classes inside it are digested.
+        module = sys.modules.get(t.__module__)
+        library = module is None or _kind(getattr(module, "__file__", None) or "<c>") == "library"
+        builtin_base = any(k.__module__ == "builtins" and k is not object for k in t.__mro__)
+        if library or builtin_base:
+            # A library's object (a compiled pattern, an array, a logger), or one holding a
+            # builtin's contents (a dict subclass): its class's own notion of its state,
+            # pickled; functions and classes inside it are digested. One that does not
+            # pickle (a lock, a file, pytest's config) is not followed into its internals:
+            # it cannot be fingerprinted.
             buf = io.BytesIO()
             try:
                 _Pickler(buf, self, obj).dump(obj)
             except Unkeyable:
                 raise
-            except Exception:  # noqa: BLE001 - a lock, a file, a generator: no state to key
-                if not walkable:
-                    raise Unkeyable(self.where, f"a {t.__module__}.{t.__qualname__} it uses "
-                                    "cannot be fingerprinted") from None
-            else:
-                self.put("pickle", buf.getvalue())
-                return
+            except Exception:  # noqa: BLE001
+                raise Unkeyable(self.where, f"a {t.__module__}.{t.__qualname__} it uses "
+                                "cannot be fingerprinted") from None
+            self.put("pickle", buf.getvalue())
+            return
+        # An object of the project's own classes: its attributes.
+        state = getattr(obj, "__dict__", None)
+        slots = [s for k in t.__mro__ for s in getattr(k, "__slots__", ())
+                 if isinstance(s, str) and s not in ("__dict__", "__weakref__")]
+        if state is None and not slots:
+            raise Unkeyable(self.where, f"a {t.__module__}.{t.__qualname__} it uses "
+                            "cannot be fingerprinted")
         self.value(dict(sorted(state.items())) if state is not None else None)
         for name in slots:
             self.text("slot", name)
