@@ -16,6 +16,7 @@ import pytest
 from . import hookspecs
 from .base.atomic import check_writable
 from .base.atomic import write as write_report
+from .base.urls import display_url, is_url
 from .checks import DATASET, load
 from .checks.dataset import evaluate
 from .checks.ids import IdIndex
@@ -27,36 +28,59 @@ from .outputs.terminal import summary_lines
 from .run.coverage import coverage_outcome
 from .sources.reports import load as load_report
 
-# The dataset checks in the order evaluate() reports them; the last two need record ids.
+# The dataset checks in the order evaluate() reports them.
 CHECK_ORDER = ("budget", "unique_ids", "expected_ids")
 
 
-ID_CHECKS = ("unique_ids", "expected_ids")
+def contract_differences(a: jsonreport.Report, b: jsonreport.Report) -> list[str]:
+    """The keys two reports' contracts differ in, each as `key (a's value vs b's)`. A path
+    key (the tokenizer, the manifest) is compared by the bytes it named where both reports
+    say (another checkout's folder is the same contract), else as written."""
+    ta, tb = a.contract.to_json(), b.contract.to_json()
+    fa, fb = a.contract_files or {}, b.contract_files or {}
+    out = []
+    for key in sorted(set(ta) | set(tb)):
+        if key in fa and key in fb:
+            if fa[key] != fb[key]:
+                out.append(f"{key} (other bytes at {display(ta.get(key))} and {display(tb.get(key))})")
+        elif ta.get(key) != tb.get(key):
+            out.append(f"{key} ({display(ta.get(key))} vs {display(tb.get(key))})")
+    return out
 
 
-def id_checks(reports: list[jsonreport.Report]) -> tuple[Contract, list[Outcome]]:
-    """The contract to judge the union with, and the id checks no verdict can be given for.
+def display(value: Any) -> str:
+    text = "unset" if value in (None, "") else str(value)
+    return display_url(text) if is_url(text) else text
 
-    A report keeps its files' record ids only when its run configured an id check. An id
-    check that any report configured is judged when every report kept its ids (whichever
-    comes first on the command line), and skipped, naming the reports, when one did not:
-    a verdict on some of the ids would pass duplicates it never saw.
-    """
-    contract = reports[0].contract
-    wanted = [name for name in ID_CHECKS if any(getattr(r.contract, name) for r in reports)]
-    lacking = [r.name for r in reports if not r.keeps_ids]
-    if lacking:
-        reason = "; ".join(f"{name} was written with tokaudit_unique_ids = false: its ids "
-                           "were not kept" for name in lacking)
-        skipped = [Outcome(name, "skipped", reason) for name in wanted]
-        # The merged report must not claim ids it lacks: a later merge skips these too.
-        want = {"unique_ids": False, "expected_ids": ""}
-    else:
-        skipped = []
-        manifest = next((r.contract.expected_ids for r in reports if r.contract.expected_ids), "")
-        want = {"unique_ids": "unique_ids" in wanted, "expected_ids": manifest}
-    changes = {k: v for k, v in want.items() if getattr(contract, k) != v}
-    return (contract.replace_from("merge", **changes) if changes else contract), skipped
+
+def one_contract(reports: list[jsonreport.Report]) -> Contract:
+    """The contract every report was written under; ValueError (a usage error, exit 2)
+    naming the first pair that differs and how. Every pair is compared, so the answer does
+    not depend on the order the reports are given in."""
+    ordered = sorted(reports, key=lambda r: r.name)  # the same message in any order
+    for i, a in enumerate(ordered):
+        for b in ordered[i + 1:]:
+            keys = contract_differences(a, b)
+            if keys:
+                raise ValueError(
+                    f"{a.name} and {b.name} were written under different contracts: "
+                    f"{'; '.join(keys)}. Their verdicts were made by different rules and the "
+                    "union has no one contract to be judged by: merge the reports of one "
+                    "contract (run every part with the same configuration)")
+    return reports[0].contract
+
+
+def union_coverage(cov: Coverage, contract: Contract) -> Outcome:
+    """The coverage verdict of the final merge: the last word on the dataset, so a union
+    that did not audit all of it (a folder no part audits, a part stopped or deselected)
+    fails, where a part's own partial run only skips."""
+    outcome = coverage_outcome(cov, contract)
+    if outcome.outcome != "skipped":
+        return outcome
+    missing = [f"{path}: {why}" for path, why in sorted(cov.missing.items())]
+    return Outcome("coverage", "failed",
+                   f"the reports together did not audit the whole dataset: {cov.partial}",
+                   missing[:20] + ([f"... and {len(missing) - 20} more"] if len(missing) > 20 else []))
 
 
 def standalone_hook(plugins: Sequence[str] = ()) -> Any:
@@ -102,10 +126,7 @@ def merge(paths: list[str], out: str | None, plugins: Sequence[str] = ()) -> int
     if out:
         check_writable(out, "--json")  # before any work, not after the verdict
     reports = [load_report(p) for p in paths]
-    for report in reports[1:]:
-        if report.contract_json != reports[0].contract_json:
-            print(f"warning: {report.name} was made with another contract than {paths[0]}; "
-                  f"using the first", file=sys.stderr)
+    contract = one_contract(reports)
     files = []
     seen: dict[str, str] = {}  # path -> the report that has it
     for report in reports:
@@ -115,7 +136,6 @@ def merge(paths: list[str], out: str | None, plugins: Sequence[str] = ()) -> int
             seen[summary.path] = report.name
             files.append(summary)
     files.sort(key=lambda s: s.path)
-    contract, skipped = id_checks(reports)
     index = None
     if contract.unique_ids or contract.expected_ids:
         index = IdIndex()
@@ -128,11 +148,14 @@ def merge(paths: list[str], out: str | None, plugins: Sequence[str] = ()) -> int
         # every file of the dataset to the end.
         cov = Coverage.union(coverages)
         partial = cov.unjudgeable
-        outcomes = [coverage_outcome(cov, contract)]
+        outcomes = [union_coverage(cov, contract)]
     else:  # a report of a version that did not record coverage
-        partial = "; ".join(f"{r.name}: {r.partial}" for r in reports if r.partial) or None
-        outcomes = []
-    outcomes += evaluate(hook, files, index, contract, partial) + skipped
+        lacking = ", ".join(r.name for r in reports if r.coverage is None)
+        partial = f"{lacking} record no coverage"
+        outcomes = [Outcome("coverage", "failed", (
+            f"cannot tell whether the reports cover the dataset: {partial} (written by an "
+            "older pytest-tokaudit); audit the parts again with this one"))]
+    outcomes += evaluate(hook, files, index, contract, partial)
     order = ("coverage", *CHECK_ORDER)
     outcomes.sort(key=lambda o: order.index(o.name) if o.name in order else len(order))
     print("\n".join(summary_lines(files, contract)))
@@ -150,6 +173,8 @@ def merge(paths: list[str], out: str | None, plugins: Sequence[str] = ()) -> int
         data = jsonreport.build(files, outcomes, contract, partial)
         if cov is not None:
             data["coverage"] = cov.to_json()  # so the merged report can be merged again
+        if all(r.contract_files is not None for r in reports):
+            data["contract_files"] = reports[0].contract_files
         problem = write_report(out, data)
         if problem:
             print(f"error: {problem}", file=sys.stderr)

@@ -161,6 +161,8 @@ class Report:
     partial: str | None
     metrics: dict[str, dict[str, float]]  # file path -> METRICS figures
     coverage: dict[str, Any] | None = None  # what the run covered (None: an older report)
+    # A digest of the bytes each path key names, by key (None: an older report)
+    contract_files: dict[str, str] | None = None
 
     @property
     def keeps_ids(self) -> bool:
@@ -224,7 +226,11 @@ def validate(data: Any, name: str) -> Report:
     coverage = data.get("coverage")
     if coverage is not None and not _coverage_ok(coverage):
         raise ReportError(f"{name}: coverage is not a coverage section of a report")
-    return Report(name, contract, data["contract"], files, partial, metrics, coverage)
+    digests = data.get("contract_files")
+    if digests is not None and not (isinstance(digests, dict) and all(
+            isinstance(k, str) and isinstance(d, str) for k, d in digests.items())):
+        v.fail("contract_files", "an object of digests by key", digests)
+    return Report(name, contract, data["contract"], files, partial, metrics, coverage, digests)
 
 
 def _coverage_ok(cov: Any) -> bool:

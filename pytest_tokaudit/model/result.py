@@ -68,14 +68,19 @@ class Coverage:
         one job did not select is covered when another job audited it to the end."""
         audited = sorted({p for c in parts for p in c["audited"]})
         done = set(audited)
-        missing: dict[str, str] = {}
+        reasons: dict[str, set[str]] = {}
         for c in parts:
             for path, why in c["missing"].items():
+                # One part not selecting a file is how a split works: only a part that
+                # selected it says why it was not audited (did not finish, say).
+                if path not in done and not why.startswith("not selected"):
+                    reasons.setdefault(path, set()).add(why)
+            for path in [*c["dataset"], *c["missing"]]:
                 if path not in done:
-                    missing.setdefault(path, why)
-            for path in c["dataset"]:
-                if path not in done:
-                    missing.setdefault(path, "audited by no report")
+                    reasons.setdefault(path, set())
+        # The same words in any order of the reports.
+        missing = {path: min(why) if why else "audited by no report"
+                   for path, why in sorted(reasons.items())}
         return cls(
             roots=sorted({r for c in parts for r in c["roots"]}),
             dataset=sorted({p for c in parts for p in c["dataset"]}),

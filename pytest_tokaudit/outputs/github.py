@@ -115,7 +115,7 @@ class Annotations:
         if result is None:  # --collect-only
             return
         anchor = result.anchor
-        anchor_path = None if anchor == MARKER else anchor.split("::")[0]
+        anchor_path = None if anchor == MARKER else anchor.removesuffix(f"::{MARKER}")
         lines = list(workflow_commands(config, result.files, result.outcomes,
                                        result.contract.id_field, anchor_path))
         for line in lines:

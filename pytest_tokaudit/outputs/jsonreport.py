@@ -10,6 +10,7 @@ import pytest
 from ..base.atomic import check_writable, write
 from ..model import report
 from ..model.result import RESULT
+from ..run.cache import contract_files
 
 
 class JsonReport:
@@ -28,6 +29,7 @@ class JsonReport:
         data = report.build(result.files, result.outcomes, result.contract,
                             result.coverage.partial, result.baseline)
         data["coverage"] = result.coverage.to_json()
+        data["contract_files"] = contract_files(result.contract)  # its paths' bytes (merge)
         data["cache"] = result.cache  # which items were reused
         self.error = write(Path(self.config.invocation_params.dir, self.path), data)
         if self.error and session.exitstatus == 0:

@@ -16,7 +16,9 @@ An entry is keyed by everything the item's summary depends on, each part checked
   of transformers and tokenizers;
 - the code: this plugin's version and a hash of its source files, the versions of the
   parsers (orjson, pyarrow), and each per-record and batch hook implementation that runs
-  on the item (its plugin's name and a hash of its source file);
+  on the item: its plugin's name and a digest of what it does, however it was built
+  (codekey.py); a hook that cannot be fingerprinted turns the cache off for its items,
+  said once (a warning);
 - the item itself: its path, shard and byte range or row groups.
 
 The value is the item's FileSummary JSON *before* the per-file checks, which run again on
@@ -33,6 +35,7 @@ import contextlib
 import hashlib
 import os
 import sys
+import warnings
 from functools import partial
 from pathlib import Path
 from typing import Any, Callable
@@ -42,10 +45,12 @@ import pytest
 
 from .. import __version__
 from ..base.atomic import replacing
+from ..base.urls import is_url
 from ..base.formats import source_of
-from ..model.contract import KEYS, Contract
+from ..model.contract import KEYS, KEYS_BY_ATTR, Contract
 from ..model.summary import FileSummary
-from ..sources.digest import digest_file
+from ..sources.digest import digest_file, file_state
+from .codekey import Unkeyable, hookimpl_digest, is_own
 from .config import CONTRACT
 
 FORMAT = 1
@@ -124,30 +129,57 @@ def contract_key(contract: Contract) -> dict[str, str]:
     return out
 
 
-_SOURCES: dict[str, str] = {}
+def contract_files(contract: Contract) -> dict[str, str]:
+    """A digest of what each path key of the contract names (its bytes, not where it is),
+    by key name: the JSON report carries it, so the merge command tells one contract
+    written from checkouts in other folders (absolute paths) from another."""
+    out = {}
+    if contract.tokenizer:
+        files = tokenizer_digest(contract.tokenizer)["files"]
+        out[KEYS_BY_ATTR["tokenizer"].name] = hashlib.sha256(
+            orjson.dumps(files, option=orjson.OPT_SORT_KEYS)).hexdigest()
+    manifest = contract.expected_ids
+    if manifest and not is_url(manifest):  # a URL is the same wherever it is read from
+        with contextlib.suppress(OSError):
+            out[KEYS_BY_ATTR["expected_ids"].name] = digest_file(manifest)
+    return out
 
 
-def hooks_key(ihook: Any, root: Path) -> list[list[str]] | None:
-    """The per-record and batch hook implementations that run on an item, each with a hash
-    of its source file; None if one has no source file (its changes could not be seen).
-    A conftest plugin is named by its path, kept relative to the rootdir: another checkout
-    of the same project (a CI job's) is the same code."""
+class UncachedWarning(pytest.PytestWarning):
+    """The cache cannot key a check: the items it runs on are audited every run."""
+
+
+_SAID: set[str] = set()
+
+
+def hooks_key(ihook: Any, root: Path) -> list[list[str]]:
+    """The per-record and batch hook implementations that run on an item, each with a
+    digest of what it does (codekey: its code and everything it reaches, however it was
+    built); Unkeyable if one cannot be fingerprinted. A conftest plugin is named by its
+    path, kept relative to the rootdir: another checkout of the same project (a CI job's)
+    is the same code. The built-in checks are keyed by the package's source (code_digest)."""
     out = []
     for name in AUDIT_HOOKS:
         for impl in getattr(ihook, name).get_hookimpls():
-            code = getattr(impl.function, "__code__", None)
-            filename = getattr(code, "co_filename", "")
-            if filename not in _SOURCES:
-                try:
-                    _SOURCES[filename] = hashlib.sha256(Path(filename).read_bytes()).hexdigest()
-                except (OSError, ValueError):
-                    return None
             plugin = impl.plugin_name
             if os.path.isabs(plugin):
                 with contextlib.suppress(ValueError):
                     plugin = Path(plugin).relative_to(root).as_posix()
-            out.append([name, plugin, _SOURCES[filename]])
+            if is_own(impl.function):
+                out.append([name, plugin, "pytest-tokaudit"])
+                continue
+            out.append([name, plugin, hookimpl_digest(impl.function, impl.plugin,
+                                                      f"{name} of {plugin}", str(root))])
     return out
+
+
+def say_uncached(why: Unkeyable) -> None:
+    """Once per process and reason: a check the cache cannot key."""
+    text = (f"tokaudit cache: not used for items that {why.where} runs on: {why.why}; "
+            "they are audited every run")
+    if text not in _SAID:
+        _SAID.add(text)
+        warnings.warn(UncachedWarning(text))
 
 
 class Store:
@@ -216,31 +248,35 @@ def _make_store(config: pytest.Config) -> Store | None:
 
 
 class Entry:
-    """One audit item's entry: its key, computed before the audit, and its file's state
-    (a local file's stat, a remote object's version), which must not change while the item
-    is audited for its summary to be stored."""
+    """One audit item's entry: its key, and its file's state (a local file's stat, a remote
+    object's version) taken *before* the key's bytes were hashed, which must still hold
+    after the audit for the summary to be stored: any write in between changes it, so no
+    interleaving of writes with a run stores a verdict under bytes it did not judge. A
+    state of None (a file changed too recently for its stat to show a further write:
+    digest.file_state) is never stored under."""
 
     def __init__(self, store: Store, key: dict[str, Any], state: Callable[[], Any],
-                 before: Any = None):
+                 before: Any):
         self.store = store
         self.key = orjson.loads(orjson.dumps(key))  # as read back: tuples become lists
         self.name = hashlib.sha256(orjson.dumps(key, option=orjson.OPT_SORT_KEYS)).hexdigest()
         self.state = state
-        self.before = state() if before is None else before
+        self.before = before
 
     def load(self) -> FileSummary | None:
         return self.store.load(self.name, self.key)
 
     def save(self, summary: FileSummary) -> None:
         """Store an audit that ran to the end on bytes that did not change meanwhile."""
-        if summary.read_error or self.state() != self.before:
+        if summary.read_error or self.before is None:
+            return
+        try:
+            after = self.state()
+        except OSError:  # gone: whatever it held, the audit is not for a key
+            return
+        if after != self.before:
             return
         self.store.save(self.name, self.key, summary.to_json())
-
-
-def _stat(path: Path) -> tuple[int, ...]:
-    st = os.stat(path)
-    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 def entry_for(item: Any) -> Entry | None:
@@ -250,8 +286,10 @@ def entry_for(item: Any) -> Entry | None:
     source = item.source
     if store is None:
         return None
-    hooks = hooks_key(item.ihook, item.config.rootpath)
-    if hooks is None:
+    try:
+        hooks = hooks_key(item.ihook, item.config.rootpath)
+    except Unkeyable as why:
+        say_uncached(why)
         return None
     kind = source_of(source)
     state: Callable[[], Any]
@@ -264,10 +302,12 @@ def entry_for(item: Any) -> Entry | None:
         state, before = source.current_version, source.version
     else:
         try:
+            # The state first: a write while the bytes are hashed, or after, changes it.
+            state = partial(file_state, source)
+            before = state()
             # The source's own view of the bytes the part reads (a frame run's frames, a
             # Parquet shard's whole file, whose footer it reads too).
             fingerprint = kind.fingerprint(source, item.part, item.shard is None)
-            state, before = partial(_stat, source), None
         except OSError:
             return None  # unreadable: the audit says why
     key = {

@@ -10,13 +10,13 @@ protocol, so every report consumer sees them as tests.
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any, cast
 
 import pytest
 
-from ..base.urls import is_url
 from ..checks.dataset import IdIndex, evaluate
 from ..engine.failure import failure_lines
 from ..engine.plain import check_file
@@ -32,12 +32,15 @@ from .compat import PrivateApiError, load_conftests, teardown_all
 from .coverage import coverage_outcome, walk_dataset
 from .items import (
     JUDGE,
+    SOURCE,
+    WHOLE,
     DataFile,
     DatasetItem,
     DeferredItem,
     Verdict,
     WholeFileItem,
     dataset_anchor,
+    data_file_nodeid,
     dataset_items,
     display_path,
     mark_items,
@@ -55,6 +58,8 @@ class Controller:
         self.index = IdIndex() if contract.unique_ids or contract.expected_ids else None
         self.selected: set[str] = set()  # audit item node ids that were selected to run
         self.deferred_ids: list[str] = []  # under xdist: the deferred items to run here
+        # data file node id -> ("path" or "url", where), from its audit items' reports
+        self.sources: dict[str, tuple[str, str]] = {}
         self.outcomes: dict[str, Outcome] = {}
         self.wholes: dict[str, FileSummary] = {}  # sharded files, merged
         self.collect_errors = 0
@@ -85,16 +90,17 @@ class Controller:
             return  # every worker collects the same items
         self.selected.update(ids)
         anchor = dataset_anchor(self.config) + "::"
-        self.deferred_ids = [
-            i for i in ids if i.startswith(anchor) or i.endswith("::tokaudit[file]")
-        ]
+        self.deferred_ids = [i for i in ids if i.startswith(anchor) or i.endswith(WHOLE)]
 
     # -- summaries ----------------------------------------------------------------------
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         kept = []
         for name, value in report.user_properties:
-            if name != PROPERTY:
+            if name == SOURCE:
+                nodeid, kind, where = json.loads(cast(str, value))
+                self.sources[nodeid] = (kind, where)
+            elif name != PROPERTY:
                 kept.append((name, value))
             elif report.when == "call":  # teardown reports carry a copy
                 # an `object` to pytest; what the audit item stored, FileSummary.to_json()
@@ -162,34 +168,45 @@ class Controller:
         wanted = set(self.deferred_ids)
         out: list[DeferredItem] = [i for i in dataset_items(session) if i.nodeid in wanted]
         for nodeid in self.deferred_ids:
-            if not nodeid.endswith("::tokaudit[file]"):
-                continue
-            out.append(self.make_whole_file(session, nodeid))
+            if nodeid.endswith(WHOLE):
+                out.append(self.make_whole_file(session, nodeid, nodeid[:-len(WHOLE)]))
         return out
 
-    def make_whole_file(self, session: pytest.Session, nodeid: str) -> DeferredItem:
-        if is_url(nodeid):  # a file at a URL: rebuilt from the controller's listing
+    def make_whole_file(self, session: pytest.Session, nodeid: str, file_id: str) -> DeferredItem:
+        """A [file] item, rebuilt from the file its shards' reports named (a node id cannot
+        be turned back into a file for sure). None of them reported: no shard finished, so
+        nothing is judged, and the item says so (skipped)."""
+        source = self.sources.get(file_id)
+        if source is None:
+            return UnjudgedItem.from_parent(
+                session, name=nodeid, nodeid=nodeid, where=file_id,
+                why=f"needs every shard: 0 of its shards of {file_id} audited to the end")
+        kind, where = source
+        if kind == "url":  # a file at a URL: rebuilt from the controller's listing
             remote = self.config.pluginmanager.get_plugin(PLUGIN)
-            item = remote.make_whole_file(session, nodeid) if remote is not None else None
-            return item or BrokenItem.from_parent(session, name=nodeid, nodeid=nodeid,
-                                                  why=f"{nodeid.split('::')[0]} is no longer listed")
-        path = Path(self.config.rootpath, nodeid.split("::")[0])
+            item = remote.make_whole_file(session, where) if remote is not None else None
+            return item or BrokenItem.from_parent(session, name=nodeid, nodeid=nodeid, where=where,
+                                                  why=f"{where} is no longer listed")
+        path = Path(where)
         try:
             # Judged as the file's own item: its conftest.py hooks and contract.
             load_conftests(self.config, path)
         except PrivateApiError as exc:
-            return BrokenItem.from_parent(session, name=nodeid, nodeid=nodeid, why=str(exc))
-        datafile = DataFile.from_parent(session, path=path)
+            return BrokenItem.from_parent(session, name=nodeid, nodeid=nodeid, where=file_id,
+                                          why=str(exc))
+        # Named as collection named it (the node id escapes a name that is not UTF-8).
+        datafile = DataFile.from_parent(session, path=path, name=display_path(path, path.parent),
+                                        nodeid=file_id)
         try:
             for item in datafile.collect():
                 if isinstance(item, WholeFileItem):
                     return item
-            why = f"{path} is no longer large enough to be sharded"
+            why = f"{file_id} is no longer large enough to be sharded"
         except OSError as exc:
-            why = f"cannot read {path}: {exc.strerror or exc}"
+            why = f"cannot read {file_id}: {exc.strerror or exc}"
         except Exception as exc:  # a CollectError from the contract hook
             why = str(exc)
-        return BrokenItem.from_parent(session, name=nodeid, nodeid=nodeid, why=why)
+        return BrokenItem.from_parent(session, name=nodeid, nodeid=nodeid, where=file_id, why=why)
 
     # -- verdicts -----------------------------------------------------------------------
     def nothing_selected(self) -> str | None:
@@ -198,7 +215,7 @@ class Controller:
         verdict would leave it green (pytest exits 0 on skips), so each one fails instead.
         A partial run that ran other tests (`pytest tests/`) skips them, as designed."""
         anchor = dataset_anchor(self.config) + "::"
-        if any(not (n.startswith(anchor) or n.endswith("::tokaudit[file]")) for n in self.selected):
+        if any(not (n.startswith(anchor) or n.endswith(WHOLE)) for n in self.selected):
             return None
         if self.collect_errors or self.stopped:
             return None  # already red, and its partial reason says why better
@@ -223,6 +240,8 @@ class Controller:
         if isinstance(item, DatasetItem):
             outcome = self.dataset_outcomes()[item.name]
             return outcome.message if outcome.outcome == "skipped" else None
+        if isinstance(item, UnjudgedItem):
+            return item.why
         return None
 
     def shards_of(self, path: str) -> list[FileSummary]:
@@ -281,7 +300,7 @@ class Controller:
             if all(s.complete for s in parts) and len(parts) == parts[0].shards:
                 audited.append(path)
             records += sum(s.audited for s in parts)
-        selected_files = {nodeid.split("::")[0] for nodeid in self.selected}
+        selected_files = {f for f in map(data_file_nodeid, self.selected) if f is not None}
         missing = {}
         done = set(audited)
         for path in dataset:
@@ -390,11 +409,16 @@ class Controller:
 
 
 class BrokenItem(DeferredItem):
-    """A deferred item the controller could not rebuild: fails, saying why."""
+    """A deferred item the controller could not rebuild: fails, saying why, at `where` (the
+    file it is about, as shown)."""
 
-    def __init__(self, *, why: str, **kwargs: Any):
+    def __init__(self, *, why: str, where: str, **kwargs: Any):
         super().__init__(**kwargs)
-        self.why = why
+        self.why, self.where = why, where
 
     def runtest(self) -> None:
-        raise Verdict(self.why, [self.why], self.nodeid.split("::")[0], 1)
+        raise Verdict(self.why, [self.why], self.where, 1)
+
+
+class UnjudgedItem(BrokenItem):
+    """A [file] item none of whose shards reported: skipped (skip_reason), saying why."""

@@ -17,13 +17,16 @@ collected, counted, selected and reported like any test.
 from __future__ import annotations
 
 import fnmatch
+import json
 import os
+import re
 import warnings
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
 import pytest
 
+from ..base.findings import Finding
 from ..base.formats import source_of
 from ..checks.dataset import check_names
 from ..engine.failure import failure_lines
@@ -36,6 +39,7 @@ from ..model.summary import PROPERTY, FileSummary
 from ..sources.base import Part
 from ..sources.lines import shard_lines
 from ..sources.parquet import ParquetUnavailable
+from ..sources.remote import CHANGED, UNCHECKED
 from .cache import entry_for, reuse
 from .compat import failure_repr, teardown_towards
 from .config import CONTRACT
@@ -69,6 +73,24 @@ def dataset_anchor(config: pytest.Config) -> str:
         if rel is not None:
             return f"{display_path(inipath, config.rootpath)}::{MARKER}".replace(os.sep, "/")
     return MARKER
+
+
+# The names of a data file's items are ours: its node id is everything before the last of
+# them, whatever `::` the file's own name holds (a node id is never cut at its first `::`).
+_ITEM = re.compile(rf"::{MARKER}(\[shard \d+ of \d+\]|\[file\])?$")
+
+WHOLE = f"::{MARKER}[file]"  # a sharded file's whole-file item, after the file's node id
+
+# An audit item's report carries its data file, as [file node id, "path" or "url", where]:
+# the controller under xdist collects nothing, and a node id cannot name a file for sure
+# (a name that is not UTF-8 is escaped in it).
+SOURCE = "tokaudit_source"
+
+
+def data_file_nodeid(nodeid: str) -> str | None:
+    """The node id of the data file an audit or [file] item belongs to; None for another."""
+    m = _ITEM.search(nodeid)
+    return nodeid[:m.start()] if m else None
 
 
 def configured_checks(config: pytest.Config) -> list[str]:
@@ -339,6 +361,8 @@ class AuditItem(TokauditItem):
                 summary = cached
             else:
                 audit(self.source, contract, self.ihook, summary, self.part, observers)
+                if not isinstance(self.source, Path):
+                    changed_since_listing(self.source, summary)
             if entry is not None and cached is None:
                 entry.save(summary)
             if self.shard is None:
@@ -347,12 +371,13 @@ class AuditItem(TokauditItem):
             # "read" finding fails it, and the run is partial. A remote file whose connection
             # failed mid-file ("read failed") was not read to the end either: the data may be
             # fine, the audit did not see all of it.
-            unread = ("cannot open", "read failed", str(ParquetUnavailable()))
+            unread = ("cannot open", "read failed", str(ParquetUnavailable()), CHANGED, UNCHECKED)
             summary.complete = not (summary.read_error or "").startswith(unread)
         finally:
             # Reports (with user_properties) travel from xdist workers; config.stash does not.
             # An unfinished audit travels too, marked incomplete: it makes the run partial.
             self.user_properties.append((PROPERTY, summary.to_json()))
+            self.user_properties.append((SOURCE, source_property(self)))
         offset = 0
         if summary.failed and summary.shard is not None and summary.start:
             try:
@@ -374,6 +399,30 @@ class AuditItem(TokauditItem):
         if self.shard:
             label += f" [shard {self.shard[0] + 1} of {self.shard[1]}]"
         return label
+
+
+def source_property(item: AuditItem) -> str:
+    """The SOURCE property of an audit item: JSON, which escapes a file name that is not
+    UTF-8 (surrogates) where xdist's channel would refuse it."""
+    assert item.parent is not None
+    if isinstance(item.source, Path):
+        return json.dumps([item.parent.nodeid, "path", os.fspath(item.source)])
+    return json.dumps([item.parent.nodeid, "url", str(item.source)])
+
+
+def changed_since_listing(source: Any, summary: FileSummary) -> None:
+    """A remote file is read by the size it was listed with: if the object is another one
+    now (grown, shrunk, rewritten), what was read is not the object, whatever the reader
+    made of it; the item fails saying so, and the file counts as not audited to the end."""
+    if (summary.read_error or "").startswith(("cannot open: no such file", "cannot open: access denied")):
+        return  # deleted or denied before any byte was read: that finding says it
+    why = source.changed()
+    if why:
+        summary.read_error = why
+        summary.add_finding(Finding("read", why))
+        # First: what the reader made of another object's bytes (a range past its end, a
+        # footer that is not one) follows from it.
+        summary.file_findings.insert(0, summary.file_findings.pop())
 
 
 def first_line(summary: Any, offset: int) -> int:

@@ -7,7 +7,7 @@ import warnings
 import pytest
 
 from .compat import PrivateApiError, junit_attributes
-from .items import MARKER, TokauditWarning
+from .items import MARKER, TokauditWarning, data_file_nodeid
 
 
 def junit_names(nodeid: str, prefix: str | None = None) -> tuple[str, str] | None:
@@ -19,24 +19,23 @@ def junit_names(nodeid: str, prefix: str | None = None) -> tuple[str, str] | Non
     class. A shard is named by its place only: the name does not change when the file grows
     into more shards. Dataset checks and files at the rootdir are in class `tokaudit`.
     """
-    path, sep, rest = nodeid.partition("::")
-    if not sep or not rest.startswith(MARKER):
-        return None
-    if rest.startswith(f"{MARKER}::"):  # a dataset check: pytest.ini::tokaudit::budget
-        classname, name = MARKER, rest.split("::", 1)[1]
+    path = data_file_nodeid(nodeid)  # never cut at the first `::`: a file may hold one
+    if path is None:  # a dataset check: pytest.ini::tokaudit::budget
+        anchor, sep, name = nodeid.rpartition("::")
+        if not sep or not (anchor == MARKER or anchor.endswith(f"::{MARKER}")):
+            return None
+        classname = MARKER
     else:
         folder, _, name = path.rpartition("/")
         if "://" in path:  # a URL: its folder as written
             classname = folder
         else:
             classname = folder.replace("/", ".") or MARKER
-        label = rest[len(MARKER):]
+        label = nodeid[len(path) + len(MARKER) + 2:]
         if label.startswith("[shard "):
             name += f" [shard {label[len('[shard '):].split()[0]}]"
         elif label == "[file]":
             name += " [whole file]"
-        elif label:
-            return None
     return (f"{prefix}.{classname}" if prefix else classname), name
 
 

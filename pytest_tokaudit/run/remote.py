@@ -12,7 +12,7 @@ from ..base.urls import display_url, is_url
 from ..sources.remote import Listing, RemoteFile, RemoteUnavailable, list_root
 from .config import CONTRACT
 from .coverage import DATA_SUFFIXES
-from .items import AuditItem, FileItems, WholeFileItem
+from .items import AuditItem, FileItems, WholeFileItem, data_file_nodeid
 
 WORKERINPUT = "tokaudit_remote"
 
@@ -70,12 +70,19 @@ def configure(config: pytest.Config) -> None:
         return
     config.args[:] = [a for a in args if not is_url(a)]
     for url in collected + testpath_urls:
-        if "@" in urlsplit(url.split("::")[0]).netloc:
+        if "@" in urlsplit(url_of(url)).netloc:
             raise pytest.UsageError(
                 f"{display_url(url)}: a URL must not carry credentials (user:password@); "
                 "configure them for fsspec instead"
             )
     config.pluginmanager.register(Remote(config, collected, testpath_urls, named), PLUGIN)
+
+
+def url_of(arg: str) -> str:
+    """The URL of a URL argument, which may end in one of the plugin's item names
+    (`s3://b/a.jsonl::tokaudit[shard 1 of 2]`); any other `::` is the key's own
+    (`s3://b/a::b.jsonl`)."""
+    return data_file_nodeid(arg) or arg
 
 
 def source_of(config: pytest.Config, display: str) -> Any:
@@ -98,11 +105,11 @@ class Remote:
                  named: list[str]):
         self.config = config
         # A URL argument may name an item: s3://b/a.jsonl::tokaudit[shard 1 of 2]
-        self.collected = list(dict.fromkeys(a.split("::")[0] for a in collected))
-        self.selectors: dict[str, list[str]] = {a.split("::")[0]: [] for a in collected}
+        self.collected = list(dict.fromkeys(url_of(a) for a in collected))
+        self.selectors: dict[str, list[str]] = {url_of(a): [] for a in collected}
         for a in collected:
-            if "::" in a:
-                self.selectors[a.split("::")[0]].append(a)
+            if url_of(a) != a:
+                self.selectors[url_of(a)].append(a)
         self.testpaths = testpaths
         self.named = named
         self.listings: dict[str, Listing] = {}
@@ -205,11 +212,10 @@ class Remote:
                     "not selected (-k, -m, --lf, --deselect, or not under the paths named)"
                 )
         cov.dataset = sorted(dataset)
-        cov.named += [display_url(n.split("::")[0]) for n in self.named]
+        cov.named += [display_url(url_of(n)) for n in self.named]
 
-    def make_whole_file(self, session: pytest.Session, nodeid: str) -> pytest.Item | None:
+    def make_whole_file(self, session: pytest.Session, display: str) -> pytest.Item | None:
         """The controller under xdist: a remote file's [file] item, from the listing."""
-        display = nodeid.split("::")[0]
         source = self.files.get(display)
         if source is None:
             return None

@@ -4,9 +4,30 @@ from __future__ import annotations
 
 import hashlib
 import os
+import time
 from pathlib import Path
 
 CHUNK = 1 << 20
+
+
+# A write within one tick of a file system's clock can leave a file's stat as it was (the
+# same inode, size and time stamps), so a stat taken that soon after the file last changed
+# cannot vouch that the bytes stay as they are read ("racy git"). Linux stamps files from a
+# clock of 1-10 ms ticks, NTFS in 100 ns; FAT and some network file systems in (2) seconds.
+RACY_NS = 100_000_000
+RACY_COARSE_NS = 2_000_000_000
+
+
+def file_state(path: Path | str) -> tuple[int, ...] | None:
+    """A local file's state (device, inode, size, modification and change times), which
+    any write after it was taken changes; None if the file changed too recently for that
+    to hold. OSError if it cannot be stat'ed."""
+    st = os.stat(path)
+    newest = max(st.st_mtime_ns, st.st_ctime_ns)
+    coarse = not (st.st_mtime_ns % 1_000_000_000 or st.st_ctime_ns % 1_000_000_000)
+    if time.time_ns() - newest < (RACY_COARSE_NS if coarse else RACY_NS):
+        return None
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 def digest_range(path: Path | str, start: int = 0, end: int | None = None) -> str:
@@ -60,9 +81,12 @@ _FILE_DIGESTS: dict[tuple, str] = {}
 
 
 def digest_file(path: Path | str) -> str:
-    """SHA-256 of a whole file, once per process while it is not rewritten."""
-    st = os.stat(path)
-    key = (os.fspath(path), st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    """SHA-256 of a whole file, once per process while it is not rewritten (a file that
+    changed too recently for its stat to tell is hashed every time)."""
+    state = file_state(path)
+    if state is None:
+        return digest_range(path)
+    key = (os.fspath(path), *state)
     if key not in _FILE_DIGESTS:
         _FILE_DIGESTS[key] = digest_range(path)
     return _FILE_DIGESTS[key]

@@ -55,22 +55,54 @@ def extra_hint(url: str) -> str:
     return f"fsspec and {package}: pip install 'pytest-tokaudit[{extra}]'"
 
 
+# How an audit of an object that is no longer the one listed is worded (RemoteFile.changed):
+# a `read` finding, and the file counts as not audited to the end.
+CHANGED = "changed after it was listed"
+UNCHECKED = "cannot check that it is unchanged since it was listed"
+
+
 class RemoteUnavailable(Exception):
     """fsspec, or the package of the URL's protocol, is not installed; names the extra."""
 
 
 def filesystem(url: str) -> tuple[Any, str]:
-    """(fsspec filesystem, path within it). Options come from fsspec's configuration only."""
+    """(fsspec filesystem, path within it). Options come from fsspec's configuration only.
+
+    The URL is one store's URL, its path a key as listed: never an fsspec chain (`::` is
+    legal in a key: `s3://b/a::b.jsonl`), and never an s3fs version (`?versionId=` is legal
+    in a key too); an http(s) URL keeps its query (a presigned URL's signature)."""
     try:
-        import fsspec.core
+        import fsspec
     except ImportError:
         raise RemoteUnavailable(f"reading {protocol(url)}:// URLs needs {extra_hint(url)}") from None
+    name = protocol(url)
     try:
-        return fsspec.core.url_to_fs(url)
+        cls = fsspec.get_filesystem_class(name)
     except ImportError:
-        raise RemoteUnavailable(f"reading {protocol(url)}:// URLs needs {extra_hint(url)}") from None
+        raise RemoteUnavailable(f"reading {name}:// URLs needs {extra_hint(url)}") from None
     except ValueError as exc:  # "Protocol not known: foo"
         raise RemoteUnavailable(f"{display_url(url)}: {scrub(str(exc))}") from None
+    if name in ("s3", "s3a"):
+        cls = _keys_as_listed(cls)
+    options = cls._get_kwargs_from_urls(url) if name in ("http", "https") else {}
+    return cls(**options), cls._strip_protocol(url)
+
+
+_KEYS: dict[Any, Any] = {}
+_HIDDEN = "\x00versionId\x00"  # stands in while s3fs splits: no key holds NUL around it
+
+
+def _keys_as_listed(cls: Any) -> Any:
+    """s3fs's filesystem, reading a path as bucket and key only: s3fs cuts `?versionId=...`
+    off every key (a version to fetch, even when not version aware)."""
+    if cls not in _KEYS:
+        def split_path(self: Any, path: str) -> tuple[str, str, None]:
+            bucket, key, _ = cls.split_path(self, path.replace("?versionId=", _HIDDEN))
+            return bucket, key.replace(_HIDDEN, "?versionId="), None
+
+        _KEYS[cls] = type(cls.__name__, (cls,), {"split_path": split_path,
+                                                 "__module__": __name__})
+    return _KEYS[cls]
 
 
 def describe(exc: BaseException) -> str:
@@ -130,6 +162,25 @@ class RemoteFile:
             return _tag(fs.info(path))
         except Exception:  # noqa: BLE001 - unknown now: the result is not stored
             return None
+
+    def changed(self) -> str | None:
+        """Why the object is not the one listed, or None. The audit reads it by the
+        listing's size (no request for it): an object rewritten since, larger, smaller or
+        of the same size, was not read as it is. One metadata request."""
+        try:
+            fs, path = filesystem(self.url)
+            fs.invalidate_cache(path)  # the listing's answer is cached: ask again
+            info = fs.info(path)
+        except FileNotFoundError:
+            return f"{CHANGED} (deleted): run the audit again"
+        except Exception as exc:  # noqa: BLE001 - unknown is not unchanged
+            return f"{UNCHECKED}: {describe(exc)}"
+        size, tag = info.get("size"), _tag(info)
+        if self.size is not None and isinstance(size, int) and size != self.size:
+            return f"{CHANGED} ({self.size:,} bytes then, {size:,} now): run the audit again"
+        if self.tag and tag and tag != self.tag:
+            return f"{CHANGED} (a new version of the same size): run the audit again"
+        return None
 
     def open_stream(self) -> "Stream":
         """The file for reading; SourceError (at_open) if it cannot be opened."""

@@ -341,25 +341,23 @@ def test_the_plugin_writes_through_a_symlink(pytester: pytest.Pytester):
 
 # -- J. the merge command does not judge what a report cannot support ----------------------------
 
-def test_merge_skips_id_checks_a_report_kept_no_ids_for(pytester: pytest.Pytester):
+def test_merge_refuses_parts_that_kept_no_ids_for_an_id_check(pytester: pytest.Pytester):
+    """A part written with tokaudit_unique_ids = false kept no ids: it was written under
+    another contract than a part that checks them, which the merge refuses (exit 2) in any
+    order, rather than judging the union by whichever report comes first (issue #22)."""
     project = TokProject(pytester, ("-p", "no:xdist"))
     project.ini(tokaudit_unique_ids="true")
     project.jsonl("data/part1/a.jsonl", [rec(1), rec(2)])
     project.jsonl("data/part2/b.jsonl", [rec(1), rec(3)])  # sample_id 1 again
     audit_to_json(pytester, "part1.json", paths=("data/part1",))
     audit_to_json(pytester, "part2.json", "-o", "tokaudit_unique_ids=false", paths=("data/part2",))
-    skipped = ("SKIPPED tokaudit::unique_ids - part2.json was written with tokaudit_unique_ids = "
-               "false: its ids were not kept")
     for order in (("part1.json", "part2.json"), ("part2.json", "part1.json")):
         result = pytester.run(sys.executable, "-m", "pytest_tokaudit", "merge", *order,
                               "--json", "merged.json")
-        assert result.ret == 0, result.stdout.str()
-        assert skipped in result.outlines, (order, result.outlines)
-        merged = json.loads((pytester.path / "merged.json").read_text())
-        assert [d for d in merged["dataset"] if d["name"] != "coverage"] == [{"name": "unique_ids", "outcome": "skipped",
-                                      "message": skipped.split(" - ", 1)[1], "lines": []}]
-        # The merged report says its ids are incomplete: merging it again skips too.
-        assert merged["contract"]["tokaudit_unique_ids"] == "false"
+        assert result.ret == 2, result.stdout.str()
+        result.stderr.fnmatch_lines(["error: part1.json and part2.json were written under "
+                                     "different contracts: tokaudit_unique_ids (true vs false)*"])
+        assert not (pytester.path / "merged.json").exists()
     # Both kept their ids: the duplicate is found, whichever report comes first.
     audit_to_json(pytester, "part2.json", paths=("data/part2",))
     for order in (("part1.json", "part2.json"), ("part2.json", "part1.json")):
@@ -369,24 +367,6 @@ def test_merge_skips_id_checks_a_report_kept_no_ids_for(pytester: pytest.Pyteste
             "FAILED tokaudit::unique_ids - 1 id with more than one record (1 record counted twice)",
             "    sample_id=1: 2 records: data/part1/a.jsonl:1, data/part2/b.jsonl:1",
         ])
-
-
-def test_merge_turns_on_an_id_check_only_a_later_report_configured(pytester: pytest.Pytester):
-    project = TokProject(pytester, ("-p", "no:xdist"))
-    project.ini(tokaudit_unique_ids="true")
-    project.jsonl("data/part1/a.jsonl", [rec(1)])
-    project.jsonl("data/part2/b.jsonl", [rec(1)])
-    project.write("manifest.txt", "1\n")
-    # part1 keeps its ids for the manifest check; part2 for unique_ids.
-    audit_to_json(pytester, "part1.json", "-o", "tokaudit_unique_ids=false",
-                  "-o", "tokaudit_expected_ids=manifest.txt", paths=("data/part1",))
-    audit_to_json(pytester, "part2.json", paths=("data/part2",))
-    result = pytester.run(sys.executable, "-m", "pytest_tokaudit", "merge", "part1.json", "part2.json")
-    assert result.ret == 1
-    result.stdout.fnmatch_lines([
-        "FAILED tokaudit::unique_ids - 1 id with more than one record*",
-        "PASSED tokaudit::expected_ids - all 1 expected ids have a record",
-    ])
 
 
 # -- compact id lists (issue #12) -----------------------------------------------------------------

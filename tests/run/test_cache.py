@@ -7,14 +7,22 @@ called with (never timed).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
+import shutil
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 from conftest import XDIST_MODES, TokProject, assert_no_crash, failure_section, rec, summary_section
 
-from pytest_tokaudit.sources.digest import digest_range
+from pytest_tokaudit.sources.digest import RACY_NS, digest_range, file_state
+
 ONCE, LAST = 7, 9
 
 # Logs every record audited in any process (xdist workers append to the same file).
@@ -333,3 +341,351 @@ def test_parquet_row_group_shards_are_cached(project: TokProject):
     assert warm.parseoutcomes() == cold.parseoutcomes()
     warm.stdout.fnmatch_lines(["tokaudit cache: 4 of 4 audit items reused*",
                                "FAILED data/a.parquet::tokaudit[[]file[]] - 1 of 7 audited *"])
+
+
+# -- the key covers what a check does, however it was built (issue #22, item 1) --------------
+
+# Each variant: helper modules and a conftest.py, then the edit. The check fails a record
+# with more than `n` ids only after the edit, so a reused PASS is a false green.
+HELPERS = {
+    "factory": {
+        "helpers.py": """
+def max_ids(n):
+    def check(record):
+        if record.n_ids > n:
+            return f"{record.n_ids} ids > {n}"
+    return check
+""",
+        "conftest.py": "from helpers import max_ids\npytest_tokaudit_check_record = max_ids(100)\n",
+        "edit": ("conftest.py", "max_ids(100)", "max_ids(2)"),
+    },
+    "wraps-decorator": {
+        "helpers.py": """
+import functools
+
+def logged(fn):
+    @functools.wraps(fn)
+    def wrapper(record):
+        return fn(record)
+    return wrapper
+""",
+        "conftest.py": """from helpers import logged
+
+@logged
+def pytest_tokaudit_check_record(record):
+    return None
+""",
+        "edit": ("conftest.py", "return None", "return 'edited: every record fails'"),
+    },
+    "helper-function-edited": {
+        "helpers.py": "def rule(record):\n    return None\n",
+        "conftest.py": """import helpers
+
+def pytest_tokaudit_check_record(record):
+    return helpers.rule(record)
+""",
+        "edit": ("helpers.py", "return None", "return 'edited: every record fails'"),
+    },
+    "imported-constant-edited": {
+        "settings.py": "LIMIT = 100\n",
+        "conftest.py": """from settings import LIMIT
+
+def pytest_tokaudit_check_record(record):
+    if record.n_ids > LIMIT:
+        return "too many ids"
+""",
+        "edit": ("settings.py", "LIMIT = 100", "LIMIT = 2"),
+    },
+    "set-constant": {  # a set of strings: its order follows the hash seed of each run
+        "settings.py": "BANNED = {'a', 'b', 'c', 'd', 999}\n",
+        "conftest.py": """from settings import BANNED
+
+def pytest_tokaudit_check_record(record):
+    if any(i in BANNED for i in record.ids):
+        return "banned id"
+""",
+        "edit": ("settings.py", "999", "1002"),
+    },
+    "batch-factory": {
+        "helpers.py": """
+def max_ids(n):
+    def check(records):
+        return [r.finding("max_ids", "too many ids") for r in records if r.n_ids > n]
+    return check
+""",
+        "conftest.py": "from helpers import max_ids\npytest_tokaudit_check_batch = max_ids(100)\n",
+        "edit": ("conftest.py", "max_ids(100)", "max_ids(2)"),
+    },
+    "plugin-instance": {
+        "helpers.py": """
+class MaxIds:
+    def __init__(self, n):
+        self.n = n
+
+    def pytest_tokaudit_check_record(self, record):
+        if record.n_ids > self.n:
+            return "too many ids"
+""",
+        "conftest.py": """from helpers import MaxIds
+
+def pytest_configure(config):
+    config.pluginmanager.register(MaxIds(100), "max-ids")
+""",
+        "edit": ("conftest.py", "MaxIds(100)", "MaxIds(2)"),
+    },
+    "default-argument": {
+        "settings.py": "LIMIT = 100\n",
+        "conftest.py": """import settings
+
+def pytest_tokaudit_check_record(record, limit=settings.LIMIT):
+    if record.n_ids > limit:
+        return "too many ids"
+""",
+        "edit": ("settings.py", "LIMIT = 100", "LIMIT = 2"),
+    },
+}
+
+
+@ONE_PROCESS
+@pytest.mark.parametrize("variant", sorted(HELPERS))
+def test_the_key_covers_a_check_however_it_was_built(project: TokProject, variant: str):
+    """A check made by a factory, a decorator, a plugin instance or a helper module is keyed
+    by what it does: after an edit anywhere in it, a warm run's verdict is a cold run's."""
+    spec = HELPERS[variant]
+    project.ini(tokaudit_count_mean_rel="")
+    project.jsonl("data/a.jsonl", [rec(i, 5) for i in range(3)])
+    for name, text in spec.items():
+        if name != "edit":
+            project.write(name, text)
+    first = project.run("--tokaudit-json=audit.json")
+    assert_no_crash(first)
+    assert first.ret == pytest.ExitCode.OK, first.stdout.str()
+    assert report(project)["cache"]["audited"] == ["data/a.jsonl::tokaudit"]
+    warm = project.run("--tokaudit-json=audit.json")
+    assert report(project)["cache"]["items"] == ["data/a.jsonl::tokaudit"]  # keyed, and reused
+
+    name, old, new = spec["edit"]
+    path = project.path / name
+    path.write_text(path.read_text().replace(old, new))
+    for cached in [p for p in project.path.rglob("__pycache__")]:  # a same-second edit
+        for pyc in cached.iterdir():
+            pyc.unlink()
+    after = project.run("--tokaudit-json=audit.json")
+    assert_no_crash(after)
+    cold = project.run("--tokaudit-no-cache")
+    assert cold.ret == pytest.ExitCode.TESTS_FAILED, cold.stdout.str()
+    assert after.ret == cold.ret, after.stdout.str()
+    assert report(project)["cache"]["items"] == []
+    assert warm.ret == pytest.ExitCode.OK
+
+
+@ONE_PROCESS
+def test_a_check_that_cannot_be_keyed_is_not_cached_and_says_so_once(project: TokProject):
+    """A check whose state cannot be fingerprinted (a lock in its closure): every run audits
+    the items it runs on, and the run says why, once."""
+    project.ini(tokaudit_count_mean_rel="")
+    project.jsonl("data/a.jsonl", [rec(i, 5) for i in range(3)])
+    project.jsonl("data/b.jsonl", [rec(i, 5) for i in range(3, 6)])
+    project.write("conftest.py", COUNTER + """
+import threading
+
+def guarded(lock):
+    def pytest_tokaudit_check_batch(records):
+        with lock:
+            return None
+    return pytest_tokaudit_check_batch
+
+pytest_tokaudit_check_batch = guarded(threading.Lock())
+""")
+    for _ in range(2):
+        result = project.run("--tokaudit-json=audit.json", "-W", "default")
+        assert_no_crash(result)
+        assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+        assert audited(project) == 6
+        assert report(project)["cache"]["items"] == []
+        text = result.stdout.str()
+        assert text.count("tokaudit cache: not used for") == 1, text
+        result.stdout.fnmatch_lines([
+            "*tokaudit cache: not used for items that pytest_tokaudit_check_batch of conftest.py "
+            "runs on: *lock* cannot be fingerprinted*"])
+
+
+# -- no verdict stored under bytes it did not judge (issue #22, item 2) -----------------------
+
+# Applies the edits a test queued in edits.json at a moment inside the run: right after
+# the plugin hashed the file for its cache key ("hash": no hook of a user's runs there, so
+# the hashing functions are wrapped), or when its first batch of records is audited
+# ("audit"). In place, with the modification time put back, or by os.replace.
+RACER = """
+import json, os
+from pathlib import Path
+
+import pytest_tokaudit.sources.jsonl as jsonl
+
+ROOT = Path(__file__).parent
+EDITS = ROOT / "edits.json"
+
+
+def apply(when, name):
+    if not EDITS.exists():
+        return
+    left = []
+    for edit in json.loads(EDITS.read_text()):
+        if edit["when"] != when or edit["file"] != name:
+            left.append(edit)
+            continue
+        path = ROOT / "data" / name
+        data = bytes.fromhex(edit["data"])
+        if edit["how"] == "replace":
+            tmp = path.with_name(name + ".tmp")
+            tmp.write_bytes(data)
+            os.replace(tmp, path)
+        else:
+            st = path.stat()
+            with open(path, "r+b") as fh:
+                fh.write(data)
+            os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    EDITS.write_text(json.dumps(left))
+
+
+def after_hashing(digest):
+    def wrapped(path, *args):
+        out = digest(path, *args)
+        apply("hash", Path(path).name)
+        return out
+    return wrapped
+
+
+jsonl.digest_file = after_hashing(jsonl.digest_file)
+jsonl.digest_range = after_hashing(jsonl.digest_range)
+
+
+def pytest_tokaudit_check_batch(records, summary):
+    apply("audit", Path(summary.path).name)
+"""
+
+RACE_FILES = {"a.jsonl": 5, "big.jsonl": 16}  # big.jsonl: 4 shards of 700 bytes
+
+
+def race_bytes(name: str, bad: frozenset[int]) -> bytes:
+    """The file with records `bad` billed 99 instead of 10: every variant has the same size."""
+    first = 0 if name == "a.jsonl" else 100
+    lines = [json.dumps(good(first + i, billed=99 if i in bad else 10)).encode()
+             for i in range(RACE_FILES[name])]
+    return b"\n".join(lines) + b"\n"
+
+
+def cold_figures(data: bytes, byte_range: list) -> tuple[int, int]:
+    """(findings, billed) of the records a part reads: the lines starting in its range."""
+    start, end = byte_range[0], byte_range[1] if byte_range[1] is not None else len(data)
+    findings = billed = pos = 0
+    for line in data.splitlines(keepends=True):
+        if start <= pos < end:
+            r = json.loads(line)
+            billed += r["completion_tokens"]
+            findings += r["completion_tokens"] != len(r["output_ids"])
+        pos += len(line)
+    return findings, billed
+
+
+def assert_entries_hold_their_bytes(project: TokProject, seen: dict[str, set[bytes]]) -> None:
+    """Every stored entry's verdict is what a cold audit gives for the bytes it is keyed by
+    (among every version of the file the test wrote)."""
+    scratch = project.path / "scratch"
+    scratch.mkdir(exist_ok=True)
+    for entry in (project.path / ".pytest_cache/d/tokaudit").rglob("*.json"):
+        data = json.loads(entry.read_bytes())
+        display, shard, byte_range, _ = data["key"]["item"]
+        _, digest, size = data["key"]["data"]
+        name = display.rsplit("/", 1)[-1]
+        matching = []
+        for k, version in enumerate(sorted(seen[name])):
+            if shard is None:
+                mine = hashlib.sha256(version).hexdigest()
+            else:
+                path = scratch / f"{entry.stem}.{k}"
+                path.write_bytes(version)
+                mine = digest_range(path, *byte_range)
+            if (mine, len(version)) == (digest, size):
+                matching.append(version)
+        assert matching, (display, shard)
+        summary = json.loads(data["summary"])
+        for version in matching:
+            assert (summary["findings"], summary["billed"]) == cold_figures(version, byte_range), (
+                f"{display} {shard}: stored a verdict its bytes do not give")
+
+
+def outcomes_of(result: pytest.RunResult) -> tuple[Any, list[str]]:
+    return result.ret, sorted(re.findall(r"^(?:FAILED|PASSED|SKIPPED) \S+", result.stdout.str(), re.M))
+
+
+EDIT = st.tuples(
+    st.sampled_from(sorted(RACE_FILES)),
+    st.frozensets(st.integers(0, 4), max_size=2),
+    st.sampled_from(["between", "hash", "audit"]),
+    st.sampled_from(["inplace", "replace"]),
+)
+
+
+@settings(max_examples=5, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(steps=st.lists(EDIT, min_size=1, max_size=3))
+# The file replaced (same size) right after it was hashed: its new verdict must not be
+# stored under the old bytes, in place or by rename, a whole file or a shard.
+@example(steps=[("a.jsonl", frozenset(), "hash", "inplace")])
+@example(steps=[("a.jsonl", frozenset(), "hash", "replace")])
+@example(steps=[("big.jsonl", frozenset({3}), "hash", "inplace"), ("big.jsonl", frozenset(), "between", "inplace")])
+@example(steps=[("a.jsonl", frozenset({2}), "audit", "inplace"), ("a.jsonl", frozenset({0}), "between", "inplace")])
+def test_edits_interleaved_with_runs_never_store_a_verdict_under_other_bytes(
+    pytester: pytest.Pytester, steps: list
+):
+    """Edits between runs, right after the file is hashed and while it is audited: every
+    entry the cache holds after each run is the cold verdict of the bytes it is keyed by,
+    and a warm run at the end gives the cold run's verdicts."""
+    project = TokProject(pytester, XDIST_MODES["no-xdist"])
+    for name in ("data", ".pytest_cache", "scratch"):
+        shutil.rmtree(project.path / name, ignore_errors=True)
+    project.ini(tokaudit_count_abs=0, tokaudit_count_rel=0, tokaudit_count_mean_rel="",
+                tokaudit_shard_size=700, tokaudit_require_once=ONCE, tokaudit_require_last=LAST)
+    project.write("conftest.py", RACER)
+    start = {"a.jsonl": frozenset({1}), "big.jsonl": frozenset()}
+    seen = {name: {race_bytes(name, bad)} for name, bad in start.items()}
+    for name, bad in start.items():
+        project.write(f"data/{name}", race_bytes(name, bad))
+    for name, bad, when, how in steps:
+        data = race_bytes(name, bad)
+        seen[name].add(data)
+        if when == "between":
+            project.write(f"data/{name}", data)
+            project.write("edits.json", "[]")
+        else:
+            project.write("edits.json", json.dumps([
+                {"file": name, "data": data.hex(), "when": when, "how": how}]))
+        result = project.run()
+        assert_no_crash(result)
+        if when == "hash":  # the file is hashed on every run, reused or not: the edit landed
+            assert json.loads((project.path / "edits.json").read_text()) == []
+        assert_entries_hold_their_bytes(project, seen)
+    project.write("edits.json", "[]")
+    warm = project.run()
+    cold = project.run("--tokaudit-no-cache")
+    assert outcomes_of(warm) == outcomes_of(cold), warm.stdout.str()
+
+
+def test_a_file_changed_too_recently_has_no_state_to_store_under(tmp_path: Path):
+    """A stat taken within a tick of the file system's clock after a write could equal the
+    stat after another write in that tick: such a file's state is None (never stored
+    under) until the clock has moved on, and a write makes it None again."""
+    path = tmp_path / "f.jsonl"
+    path.write_bytes(b"a\n")
+    assert file_state(path) is None
+    time.sleep(RACY_NS / 1e9 * 1.5)
+    before = file_state(path)
+    assert before is not None and before == file_state(path)
+    with open(path, "r+b") as fh:  # in place, same size, the modification time put back
+        fh.write(b"b")
+    st = path.stat()
+    os.utime(path, ns=(st.st_atime_ns, before[3]))
+    assert file_state(path) is None
+    time.sleep(RACY_NS / 1e9 * 1.5)
+    assert file_state(path) not in (None, before)

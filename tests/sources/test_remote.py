@@ -603,3 +603,145 @@ def test_an_unchanged_object_reuses_its_result_and_a_rewritten_one_is_audited(
         assert_clean(result)
         cache = json.loads((one.path / "audit.json").read_text())["cache"]
         assert cache["items"] == [] and cache["audited"] == [f"{http}::tokaudit"], cache
+
+
+# -- an object that changes between listing and audit (issue #22, item 3) --------------------
+
+def change_after_listing(bucket: str, key: str, body: bytes) -> str:
+    """A conftest.py that rewrites `key` after the controller listed the bucket (the remote
+    plugin lists in a tryfirst sessionstart), before any worker reads it."""
+    return (
+        "import boto3, os\n"
+        "def pytest_sessionstart(session):\n"
+        "    if not hasattr(session.config, 'workerinput'):\n"
+        "        client = boto3.client('s3', endpoint_url=os.environ['FSSPEC_S3_ENDPOINT_URL'])\n"
+        f"        client.put_object(Bucket={bucket!r}, Key={key!r}, Body=bytes.fromhex({body.hex()!r}))\n"
+    )
+
+
+def jsonl(records: list) -> bytes:
+    return b"".join(json.dumps(r).encode() + b"\n" for r in records)
+
+
+def parquet(records: list, tmp_path: Path) -> bytes:
+    path = tmp_path / "t.parquet"
+    pq.write_table(pa.Table.from_pylist(records), path, row_group_size=4)
+    return path.read_bytes()
+
+
+CHANGES = {
+    # name: (key, before, after) as functions of tmp_path
+    "grows-by-a-bad-record": ("data/a.jsonl", lambda t: jsonl([rec(i) for i in range(1, 6)]),
+                              lambda t: jsonl([rec(i) for i in range(1, 6)] + [rec(6, billed=30)])),
+    "grows-by-good-records": ("data/a.jsonl", lambda t: jsonl([rec(i) for i in range(1, 6)]),
+                              lambda t: jsonl([rec(i) for i in range(1, 9)])),
+    "shrinks": ("data/a.jsonl", lambda t: jsonl([rec(i) for i in range(1, 9)]),
+                lambda t: jsonl([rec(i) for i in range(1, 3)])),
+    "same-size-new-version": ("data/a.jsonl", lambda t: jsonl([rec(i) for i in range(1, 6)]),
+                              lambda t: jsonl([rec(i) for i in range(5, 10)])),
+    "sharded-grows": ("data/big.jsonl", lambda t: jsonl([rec(i) for i in range(1, 41)]),
+                      lambda t: jsonl([rec(i) for i in range(1, 41)] + [rec(41, billed=30)])),
+    "parquet-grows": ("data/c.parquet", lambda t: parquet([rec(i) for i in range(1, 9)], t),
+                      lambda t: parquet([rec(i) for i in range(1, 9)] + [rec(9, billed=30)], t)),
+}
+
+
+@pytest.mark.parametrize("change", sorted(CHANGES))
+def test_an_object_changed_after_listing_fails_saying_so(
+    one: TokProject, s3: S3, bucket: str, tmp_path: Path, change: str
+):
+    """The object is read as it is now, not up to the listed size: it fails saying it
+    changed since it was listed, and the run is partial (never a green over bytes the
+    audit did not see, never "audited to the end")."""
+    key, before, after = CHANGES[change]
+    s3.put(bucket, key, before(tmp_path))
+    s3.put(bucket, "data/other.jsonl", jsonl([rec(100)]))
+    one.write("conftest.py", change_after_listing(bucket, key, after(tmp_path)))
+    one.ini(tokaudit_shard_size=800)
+    result = one.run("-rA", paths=(f"s3://{bucket}/data/",))
+    assert_clean(result)
+    assert result.ret == FAILED, result.stdout.str()
+    url = f"s3://{bucket}/{key}"
+    text = result.stdout.str()
+    titles = [t for t in re.findall(r"^_+ tokaudit: (.+?) _+$", text, re.M) if t.startswith(url)]
+    assert titles, text
+    for title in titles:
+        section = failure_sections(result, f"tokaudit: {title}")[0]
+        assert "changed after it was listed (" in section[0], section  # the headline
+        assert any(re.match(r"(\S+: )?read: changed after it was listed \(.*\): "
+                            r"run the audit again", line) for line in section), section
+    assert f"PASSED s3://{bucket}/data/other.jsonl::tokaudit" in text
+    result.stdout.fnmatch_lines([f"SKIPPED [[]1[]] pytest.ini: partial run: 1 data file did not finish*{url}"])
+    # Run again: listed as it is now, audited to the end, judged on its bytes.
+    one.write("conftest.py", "")
+    again = one.run("-rA", paths=(f"s3://{bucket}/data/",))
+    assert_clean(again)
+    assert "changed after it was listed" not in again.stdout.str()
+    bad = change in ("grows-by-a-bad-record", "sharded-grows", "parquet-grows")
+    assert again.ret == (FAILED if bad else OK), again.stdout.str()
+
+
+def test_a_sharded_object_changed_after_listing_under_xdist(project: TokProject, s3: S3, bucket: str):
+    """The workers read what the controller listed: each shard notices the change."""
+    key, before, after = CHANGES["sharded-grows"]
+    s3.put(bucket, key, before(None))
+    project.write("conftest.py", change_after_listing(bucket, key, after(None)))
+    project.ini(tokaudit_shard_size=800)
+    result = project.run("-rA", paths=(f"s3://{bucket}/data/",))
+    assert_clean(result)
+    assert result.ret == FAILED, result.stdout.str()
+    assert "PASSED" not in "".join(l for l in result.stdout.lines if "shard" in l), result.stdout.str()
+    assert result.stdout.str().count("changed after it was listed") >= 2
+    result.stdout.fnmatch_lines(["SKIPPED [[]1[]] *big.jsonl: needs every shard: 0 of *"])
+
+
+# -- keys that read like fsspec syntax (issue #22, item 11) ------------------------------------
+
+ODD_KEYS = ["data/a::b.jsonl", "data/c?versionId=1.jsonl", "data/d::e?versionId=x::.jsonl",
+            "data/s3::f.jsonl"]
+
+
+def test_keys_holding_colons_or_a_version_query_are_read_as_listed(project: TokProject, s3: S3, bucket: str):
+    """`::` is fsspec's URL chaining and `?versionId=` s3fs's version syntax, but both are
+    legal in a key: such objects are opened by their key, audited like any other, cached
+    by their ETag, and a sharded one gets its [file] verdict (under xdist, the controller
+    rebuilds it from the listing, not from the node id)."""
+    for n, key in enumerate(ODD_KEYS):
+        s3.put(bucket, key, jsonl([rec(10 * n + i) for i in range(1, 4)]))
+    s3.put(bucket, "data/big::g.jsonl", jsonl([rec(100 + i) for i in range(40)]))
+    s3.put(bucket, "meta/ids::v2?versionId=7.txt",
+           b"".join(b"%d\n" % i for i in [*(10 * n + i for n in range(4) for i in range(1, 4)),
+                                           *range(100, 140)]))
+    project.ini(tokaudit_shard_size=800, tokaudit_unique_ids="true",
+                tokaudit_expected_ids=f"s3://{bucket}/meta/ids::v2?versionId=7.txt")
+    url = f"s3://{bucket}/data/"
+    for run in ("cold", "warm"):
+        result = project.run("-rA", "--tokaudit-json=audit.json", paths=(url,))
+        assert_clean(result)
+        assert result.ret == OK, result.stdout.str()
+        text = result.stdout.str()
+        for key in ODD_KEYS:
+            assert f"PASSED s3://{bucket}/{key}::tokaudit" in text, text
+        assert f"PASSED s3://{bucket}/data/big::g.jsonl::tokaudit[file]" in text, text
+        assert "pytest.ini::tokaudit::coverage: passed: 5 data files (52 records)" in text, text
+        assert "PASSED pytest.ini::tokaudit::expected_ids" in text, text
+        cache = json.loads((project.path / "audit.json").read_text())["cache"]
+        if run == "warm":  # each object's ETag was read back: its result reused
+            assert cache["audited"] == [], cache
+
+
+def test_a_key_holding_colons_named_on_the_command_line(one: TokProject, s3: S3, bucket: str):
+    """A URL argument is a file unless it ends in one of the plugin's item names."""
+    s3.put(bucket, "data/a::b.jsonl", jsonl([rec(1), rec(2, billed=30)]))
+    s3.put(bucket, "data/big::g.jsonl", jsonl([rec(100 + i) for i in range(40)]))
+    one.ini(tokaudit_shard_size=800)
+    result = one.run("-rA", paths=(f"s3://{bucket}/data/a::b.jsonl",))
+    assert_clean(result)
+    assert result.ret == FAILED, result.stdout.str()
+    assert failure_section(result, f"s3://{bucket}/data/a::b.jsonl")[1].startswith(
+        f"s3://{bucket}/data/a::b.jsonl:2: sample_id=2: count: billed 30, counted 10"), result.stdout.str()
+    n = shard_count(len(jsonl([rec(100 + i) for i in range(40)])), 800)
+    shard = f"s3://{bucket}/data/big::g.jsonl::tokaudit[shard 2 of {n}]"
+    result = one.run("-rA", paths=(shard,))
+    assert_clean(result)
+    assert re.findall(r"^PASSED (.+)$", result.stdout.str(), re.M) == [shard], result.stdout.str()
