@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import bisect
 import re
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Mapping
 
 import orjson
 
 from ..base.findings import Finding
+from .figures import Figures, GroupFigures, rt_bin
 
 
 def merge_parts(parts: list[FileSummary],
@@ -111,12 +112,17 @@ class FileSummary:
     # dataset check (IDS: the record ids, for unique_ids and expected_ids).
     channels: dict[str, list[Any]] = field(default_factory=dict)
     cached: bool = False  # reused from the cache (run/cache.py); merged: every part was
+    # What the HTML report plots (model/figures.py): bounded histograms, a sample and the
+    # outliers of the file, and of each group with tokaudit_group_by.
+    figures: Figures = field(default_factory=Figures)
+    group_figures: GroupFigures = field(default_factory=GroupFigures)
 
     # -- accumulation ------------------------------------------------------------------
     def add_counts(self, line: int, record_id: Any, billed: int, counted: int) -> None:
         self.checked += 1
         self.billed += billed
         self.counted += counted
+        self.figures.add(line, record_id, billed, counted)
         diff = abs(counted - billed)
         self.absdiff += diff
         if diff > self.max_absdiff:
@@ -163,6 +169,7 @@ class FileSummary:
 
     def add_roundtrip(self, ratio: float) -> None:
         self.rt_checked += 1
+        self.figures.rt[rt_bin(ratio)] += 1
         if ratio:
             self.rt_changed += 1
             self.rt_ratio_sum += ratio
@@ -234,6 +241,8 @@ class FileSummary:
                                   for _, ids, lines in self.channels[IDS]]
         if not offset:
             return
+        self.figures.rebase(offset)
+        self.group_figures.rebase(offset)
         for name in ("shown", "shown_allowable"):
             setattr(self, name, [replace(f, line=f.line + offset) for f in getattr(self, name)])
         self.worst = [(d, neg - offset, *rest) for d, neg, *rest in self.worst]
@@ -254,6 +263,8 @@ class FileSummary:
                 mine[check] = mine.get(check, 0) + n
         for entry in other.worst:
             self._offer(tuple(entry))
+        self.figures.merge(other.figures)
+        self.group_figures.merge(other.group_figures)
         self.shown = (self.shown + other.shown)[: self.max_shown]
         self.shown_allowable = (self.shown_allowable + other.shown_allowable)[: self.max_shown]
         self.file_findings += other.file_findings
@@ -265,9 +276,11 @@ class FileSummary:
 
     # -- travel --------------------------------------------------------------------------
     def to_json(self) -> str:
-        data = asdict(self)
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
         for name in ("shown", "shown_allowable", "file_findings"):
             data[name] = [f.to_json() for f in getattr(self, name)]
+        data["figures"] = self.figures.to_json()
+        data["group_figures"] = self.group_figures.to_json()
         try:
             return orjson.dumps(data).decode()
         except TypeError:  # a sum past 64 bits (two counts near 2**64): Python ints hold it
@@ -288,6 +301,8 @@ class FileSummary:
         for name in ("shown", "shown_allowable", "file_findings"):
             data[name] = [Finding.from_json(f) for f in data.get(name, [])]
         data["worst"] = [tuple(w) for w in data.get("worst", [])]
+        data["figures"] = Figures.from_json(data.get("figures"))
+        data["group_figures"] = GroupFigures.from_json(data.get("group_figures", []))
         return cls(**data)
 
 
