@@ -12,9 +12,8 @@ import math
 from html import escape
 from typing import Any, Sequence
 
-# Okabe-Ito: told apart with every common colour blindness.
-PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442",
-           "#000000")
+# Okabe-Ito: told apart with every common colour blindness (its vermilion is BAD alone).
+PALETTE = ("#0072B2", "#009E73", "#CC79A7", "#56B4E9", "#E69F00", "#F0E442", "#000000")
 GOOD, BAD, BAND, GREY = "#0072B2", "#D55E00", "#d8ecd8", "#999999"
 
 
@@ -51,7 +50,7 @@ def short(n: float) -> str:
 def histogram(bins: Sequence[tuple[str, int]], title: str, *, band: tuple[int, int] | None = None,
               band_label: str = "", overlay: Sequence[int] | None = None,
               overlay_label: str = "", colors: Sequence[str] | None = None,
-              width: int = 460, height: int = 200, xlabel: str = "") -> str:
+              width: int = 420, height: int = 200, xlabel: str = "") -> str:
     """Bars of counts over ordered bins (labels given), bins band[0]..band[1] shaded (the
     tolerance), an outline of another histogram's shares on top (the baseline's)."""
     left, right, top, bottom = 44, 8, 22, 34
@@ -97,7 +96,7 @@ def histogram(bins: Sequence[tuple[str, int]], title: str, *, band: tuple[int, i
 
 
 def hbars(rows: Sequence[tuple[str, float, str, str]], title: str, *, line: float | None = None,
-          line_label: str = "", fmt: str = "{:.2%}", width: int = 460,
+          line_label: str = "", fmt: str = "{:.2%}", width: int = 420,
           bar: int = 16) -> str:
     """Horizontal bars (label, value, colour, tooltip) with a vertical line (a limit)."""
     left, right, top = 170, 60, 22
@@ -117,12 +116,13 @@ def hbars(rows: Sequence[tuple[str, float, str, str]], title: str, *, line: floa
         body.append(f'<line class="limit" x1="{_num(x)}" y1="{top - 4}" x2="{_num(x)}" '
                     f'y2="{height - 18}" stroke="{BAD}" stroke-width="2">'
                     f'<title>{esc(line_label)}</title></line>')
-        body.append(_text(x, height - 6, line_label, "middle", 10))
+        anchor = "end" if x > left + span * 0.7 else "start" if x < left + span * 0.3 else "middle"
+        body.append(_text(x, height - 6, line_label, anchor, 10))
     return _svg(width, height, body, title)
 
 
 def scatter(points: Sequence[tuple[float, float, str, str]], title: str, *,
-            tolerance: Any = None, width: int = 460, height: int = 320,
+            tolerance: Any = None, width: int = 420, height: int = 320,
             xlabel: str = "", ylabel: str = "", legend: Sequence[tuple[str, str]] = ()) -> str:
     """Points (x, y, colour, tooltip) on square axes with the line y = x and, given
     `tolerance(x) -> half-width`, the band around it."""
@@ -145,9 +145,10 @@ def scatter(points: Sequence[tuple[float, float, str, str]], title: str, *,
         body.append(f'<polygon class="band" points="{" ".join(upper + lower)}" fill="{BAND}"/>')
     body.append(f'<line x1="{_num(px(0))}" y1="{_num(py(0))}" x2="{_num(px(hi))}" '
                 f'y2="{_num(py(hi))}" stroke="#666" stroke-dasharray="3 3"/>')
-    for x, y, color, tip in points:
-        body.append(f'<circle class="mark" cx="{_num(px(x))}" cy="{_num(py(y))}" r="2.5" '
-                    f'fill="{color}" fill-opacity="0.7"><title>{esc(tip)}</title></circle>')
+    for x, y, color, tip in points:  # BAD (outliers): larger, outlined, drawn last
+        ring = ' r="3.5" stroke="#000" stroke-width="0.8"' if color == BAD else ' r="2.5"'
+        body.append(f'<circle class="mark" cx="{_num(px(x))}" cy="{_num(py(y))}"{ring} '
+                    f'fill="{color}" fill-opacity="0.75"><title>{esc(tip)}</title></circle>')
     body.append(f'<path d="M{left},{top} V{height - bottom} H{width - right}" fill="none" '
                 f'stroke="#333"/>')
     for k in range(5):
@@ -159,13 +160,14 @@ def scatter(points: Sequence[tuple[float, float, str, str]], title: str, *,
                       f' transform="rotate(-90 12 {_num(top + (height - top - bottom) / 2)})"'))
     for k, (name, color) in enumerate(legend[:8]):
         y = top + 12 * k + 6
-        body.append(f'<circle cx="{left + 10}" cy="{y}" r="4" fill="{color}"/>')
+        ring = ' stroke="#000"' if color == BAD else ""
+        body.append(f'<circle cx="{left + 10}" cy="{y}" r="4" fill="{color}"{ring}/>')
         body.append(_text(left + 18, y + 4, name, size=10))
     return _svg(width, height, body, title)
 
 
 def stacked(rows: Sequence[tuple[str, dict[str, int]]], keys: Sequence[str], title: str,
-            *, colors: dict[str, str], width: int = 460, bar: int = 18) -> str:
+            *, colors: dict[str, str], width: int = 420, bar: int = 18) -> str:
     """One 100% bar per row (label, counts by key): shares of each key."""
     left, right, top = 150, 10, 22
     legend = 14 * math.ceil(len(keys) / 3)

@@ -93,7 +93,7 @@ def diff_bins(fig: Figures, tolerance: float, other: Figures | None = None
 
 
 def diff_chart(fig: Figures, contract: Contract, mean_billed: float, title: str,
-               other: Figures | None = None, other_label: str = "", width: int = 460) -> str:
+               other: Figures | None = None, other_label: str = "", width: int = 420) -> str:
     tol = max(contract.count_abs, contract.count_rel * mean_billed)
     bins, band, overlay, _ = diff_bins(fig, tol, other)
     rel = f"{contract.count_rel:.2%}".replace(".00%", "%")
@@ -106,7 +106,7 @@ def diff_chart(fig: Figures, contract: Contract, mean_billed: float, title: str,
         width=width)
 
 
-def length_chart(fig: Figures, title: str, width: int = 460) -> str:
+def length_chart(fig: Figures, title: str, width: int = 420) -> str:
     used = [i for i, n in enumerate(fig.length) if n] or [0]
     bins = []
     for i in range(min(used), max(used) + 1):
@@ -117,7 +117,7 @@ def length_chart(fig: Figures, title: str, width: int = 460) -> str:
                          width=width)
 
 
-def rt_chart(fig: Figures, limit: float | None, title: str, width: int = 460) -> str:
+def rt_chart(fig: Figures, limit: float | None, title: str, width: int = 420) -> str:
     names = ["0"] + [f"<={e:.1%}" for e in RT_EDGES[1:]] + [f">{RT_EDGES[-1]:.0%}"]
     used = [i for i, n in enumerate(fig.rt) if n] or [0]
     top = max(used + ([rt_bin(limit)] if limit is not None else []))
@@ -129,18 +129,20 @@ def rt_chart(fig: Figures, limit: float | None, title: str, width: int = 460) ->
 
 
 def scatter_chart(points: list[list[Any]], outliers: list[list[Any]], contract: Contract,
-                  title: str, groups: dict[str, str] | None = None, width: int = 460) -> str:
-    """points: [priority, billed, counted, line, id, path(, group)]; outliers: worst()."""
+                  title: str, groups: dict[str, str] | None = None, width: int = 420) -> str:
+    """points: [priority, billed, counted, line, id, path(, group)]; outliers: worst(), of
+    which those outside the count tolerance are drawn (in red, on top)."""
+    outside = [o for o in outliers if abs(o[3] - o[4]) > contract.count_tolerance(o[3])]
+    keys = {(o[0], o[1]) for o in outside}
     out = []
-    seen = set()
     for p in points:
+        if (p[5], p[3]) in keys:
+            continue
         color = groups.get(p[6], svg.GREY) if groups and len(p) > 6 else svg.GOOD
         out.append((p[1], p[2], color, _tip(p[5], p[3], p[4], p[1], p[2], contract)))
-        seen.add((p[5], p[3]))
-    for path, line, rid, billed, counted in outliers:
-        if (path, line) not in seen:
-            out.append((billed, counted, svg.BAD, _tip(path, line, rid, billed, counted, contract)))
-    legend = [(k, c) for k, c in (groups or {}).items()] + [("largest |diff|", svg.BAD)]
+    for path, line, rid, billed, counted in outside:
+        out.append((billed, counted, svg.BAD, _tip(path, line, rid, billed, counted, contract)))
+    legend = [*(groups or {}).items(), ("outside the count tolerance", svg.BAD)]
     return svg.scatter(out, title, tolerance=contract.count_tolerance, xlabel="billed tokens",
                        ylabel="counted tokens", legend=legend, width=width)
 
@@ -150,7 +152,7 @@ def _tip(path: str, line: int, rid: Any, billed: int, counted: int, contract: Co
             f"counted {counted:,} ({billed - counted:+,})")
 
 
-def finish_chart(rows: list[tuple[str, dict[str, int]]], title: str, width: int = 460) -> str:
+def finish_chart(rows: list[tuple[str, dict[str, int]]], title: str, width: int = 420) -> str:
     keys = sorted({k for _, counts in rows for k in counts},
                   key=lambda k: (-sum(c.get(k, 0) for _, c in rows), k))
     colors = {k: svg.PALETTE[i % len(svg.PALETTE)] for i, k in enumerate(keys)}
@@ -253,32 +255,36 @@ def build(files: list[FileSummary], outcomes: Sequence[Outcome], contract: Contr
     names = {key: label(contract.group_by, key) for key in group_figs}
     colors = {names[k]: svg.PALETTE[i % len(svg.PALETTE)] for i, k in enumerate(sorted(group_figs))}
 
-    plots: list[tuple[str, str, str]] = []  # (id, question, svg)
+    plots: list[tuple[str, str, str]] = []  # (id, question, svg): the dataset's first
+    by_group: list[tuple[str, str, str]] = []  # then each group's
     plots.append(("diff", "Does a provider bill systematically more or less than we count "
                   "(a shifted histogram), or is it noise around 0?",
                   diff_chart(total, contract, mean_billed,
                              f"billed - counted over {total.records:,} records", base_total,
                              f"baseline {baseline_name}" if base_total else "")))
+    per_group: dict[tuple[str, ...], tuple[Figures, list[list[Any]]]] = {}
     if group_figs:
         scatter_points = []
-        per_group: dict[tuple[str, ...], tuple[Figures, list[list[Any]]]] = {}
         for key in sorted(group_figs):
             per_group[key] = combined(group_figs[key])
             share = max(POINTS // len(group_figs), 50)
             scatter_points += [[*p, names[key]] for p in per_group[key][1][:share]]
-        for key in sorted(group_figs, key=lambda k: -per_group[k][0].records)[:GROUP_PLOTS]:
-            fig = per_group[key][0]
-            n, spent = group_totals.get(key, [0, 0, 0, 0])[:2]
-            plots.append((f"diff-{len(plots)}", f"The same for {names[key]}.",
-                          diff_chart(fig, contract, spent / n if n else mean_billed,
-                                     f"[{names[key]}] billed - counted, {fig.records:,} records")))
         plots.append(("scatter", "A systematic offset or slope (points off the diagonal, by "
                       "group), or a few outliers (red)?",
                       scatter_chart(scatter_points, outliers, contract,
                                     "billed vs counted, a sample by group and the largest |diff|",
                                     colors)))
+        biggest = sorted(group_figs, key=lambda k: (-per_group[k][0].records, k))[:GROUP_PLOTS]
+        for key in biggest:
+            fig = per_group[key][0]
+            n, spent = group_totals.get(key, [0, 0, 0, 0])[:2]
+            by_group.append((f"diff-{len(by_group)}", f"billed - counted for {names[key]}.",
+                             diff_chart(fig, contract, spent / n if n else mean_billed,
+                                        f"[{names[key]}] billed - counted, {fig.records:,} "
+                                        "records")))
+            by_group.append((f"length-{len(by_group)}", f"Response lengths of {names[key]}.",
+                             length_chart(fig, f"[{names[key]}] response length")))
     else:
-        per_group = {}
         plots.append(("scatter", "A systematic offset or slope (points off the diagonal), or "
                       "a few outliers (red)?",
                       scatter_chart(points, outliers, contract,
@@ -288,11 +294,9 @@ def build(files: list[FileSummary], outcomes: Sequence[Outcome], contract: Contr
     if bars:
         plots.append(("mean", "Are the misses a tail of a few records or a whole file (or "
                       "group) drifting? The red line is the file-mean tolerance.", bars))
-    plots.append(("length", "How long are the responses (counted tokens)?",
-                  length_chart(total, f"response length, {total.records:,} records")))
-    for key in sorted(per_group, key=lambda k: -per_group[k][0].records)[:GROUP_PLOTS]:
-        plots.append((f"length-{len(plots)}", f"Response lengths of {names[key]}.",
-                      length_chart(per_group[key][0], f"[{names[key]}] response length")))
+    spend = _spend(files, contract, group_totals, names, outcomes)
+    if spend:
+        plots.append(("spend", "How close is the spend to the budget?", spend))
     finish_rows = [(names[k], per_group[k][0].finish) for k in sorted(per_group)
                    if per_group[k][0].finish]
     if total.finish:
@@ -300,19 +304,19 @@ def build(files: list[FileSummary], outcomes: Sequence[Outcome], contract: Contr
     if finish_rows:
         plots.append(("finish", "Are responses cut at max_tokens (length) clustered in one "
                       "provider?", finish_chart(finish_rows, "finish reasons")))
+    plots.append(("length", "How long are the responses (counted tokens)?",
+                  length_chart(total, f"response length, {total.records:,} records")))
     if sum(total.rt):
         plots.append(("roundtrip", "Do decode -> encode round trips change tokens (a wrong "
                       "tokenizer, text cut mid-character)?",
                       rt_chart(total, contract.roundtrip_rel,
                                f"round trip, {sum(total.rt):,} records")))
-    spend = _spend(files, contract, group_totals, names, outcomes)
-    if spend:
-        plots.append(("spend", "How close is the spend to the budget?", spend))
     if baseline:
         chart = _baseline_chart(files, baseline, contract)
         if chart:
             plots.append(("baseline", f"Which files got worse than the baseline "
                           f"{baseline_name}?", chart))
+    plots += by_group
     focus_plots = [(s.path, s.failed, diff_chart(s.figures, contract, s.mean_billed,
                                                  f"{s.figures.records:,} records", width=360))
                    for s in focus(files)]
@@ -364,7 +368,7 @@ def _mean_bars(files: Sequence[FileSummary], contract: Contract, groups: dict[An
     for key, (n, billed, _, absdiff) in sorted(groups.items()):
         ratio = absdiff / billed if billed else 0.0
         limit = contract.count_mean_rel
-        color = svg.BAD if limit is not None and ratio > limit else svg.PALETTE[2]
+        color = svg.BAD if limit is not None and ratio > limit else svg.PALETTE[1]
         name = label(contract.group_by, key)
         rows.append((f"[{name}]", ratio, color, f"{name}: mean |diff| {ratio:.3%} over {n:,} records"))
     ranked = sorted((s for s in files if s.checked), key=lambda s: (-s.mean_ratio, s.path))
@@ -396,7 +400,7 @@ def _spend(files: Sequence[FileSummary], contract: Contract, groups: dict[Any, l
     rows = [("spent, all files", float(spent), svg.BAD if over else svg.GOOD, words(spent))]
     for key, (_, billed, _, _) in sorted(groups.items()):
         rows.append((f"[{names.get(key, label(contract.group_by, key))}]", float(billed),
-                     svg.PALETTE[2], words(billed)))
+                     svg.PALETTE[1], words(billed)))
     share = f" ({spent / budget:.1%} of the budget)" if budget else ""
     return svg.hbars(rows, f"billed tokens: {words(spent)}{share}", line=budget,
                      line_label=f"budget {words(budget)}" if budget is not None else "",
@@ -436,8 +440,8 @@ main{padding:8px 20px 40px}
 section{background:#fff;border:1px solid #ddd;border-radius:6px;margin:14px 0;padding:10px 14px}
 h2{font-size:17px;margin:4px 0 10px}
 .grid{display:flex;flex-wrap:wrap;gap:12px}
-figure{margin:0;border:1px solid #eee;padding:6px;max-width:480px}
-figcaption{font-size:12px;color:#555;max-width:460px;margin-bottom:4px}
+figure{margin:0;border:1px solid #eee;padding:6px;max-width:440px}
+figcaption{font-size:12px;color:#555;max-width:420px;margin-bottom:4px}
 table{border-collapse:collapse;font-size:12px;width:100%}
 th,td{border-bottom:1px solid #eee;padding:3px 6px;text-align:left;vertical-align:top}
 th{background:#f3f3f3;cursor:pointer;user-select:none}
