@@ -2,9 +2,8 @@
 
 Bounded whatever the file's size, and mergeable: histograms over fixed bins (their
 counts add across shards, xdist workers, reports and `merge`), a sample for the scatter
-(the SAMPLE records of least priority, a hash of line, billed and counted: the union of
-two samples' least is the sample of the union, and the same data draws the same sample in
-any order) and the records of largest |billed - counted| (outliers, always kept).
+(the SAMPLE records of least priority, a hash of the line: the union of two samples'
+least is the sample of the union, and the same data draws the same sample in any order) and the records of largest |billed - counted| (outliers, always kept).
 """
 
 from __future__ import annotations
@@ -61,13 +60,12 @@ def rt_bin(ratio: float) -> int:
     return 0 if ratio <= 0 else bisect.bisect_left(RT_EDGES, ratio)
 
 
-def priority(line: int, billed: int, counted: int) -> int:
-    """A 32-bit hash of a record: the sample keeps the least (engine/columnar.py has its
-    numpy twin, tests hold them equal)."""
-    h = (line * 0x9E3779B1 + billed * 0x85EBCA77 + counted * 0xC2B2AE3D) & MASK
-    h ^= h >> 15
-    h = (h * 0x2C1B3C6D) & MASK
-    return h ^ (h >> 12)
+def priority(line: int) -> int:
+    """A record's place in the sample: Fibonacci hashing of its line (one multiply, so
+    cheap on the per-line path; it spreads consecutive lines evenly). The sample keeps
+    the least; engine/columnar.py has its numpy twin, tests hold them equal. Files share
+    priorities: the page mixes in each file's path when it draws from many (html.py)."""
+    return (line * 0x9E3779B1) & MASK
 
 
 def _sparse(counts: list[int]) -> list[list[int]]:
@@ -111,10 +109,7 @@ class Figures:
         else:
             self.diff[OFFSET + 1 - _right(DIFF_EDGES, -d)] += 1
         self.length[_right(LENGTH_EDGES, counted) - 1] += 1
-        h = (line * 0x9E3779B1 + billed * 0x85EBCA77 + counted * 0xC2B2AE3D) & MASK
-        h ^= h >> 15
-        h = (h * 0x2C1B3C6D) & MASK
-        h ^= h >> 12
+        h = (line * 0x9E3779B1) & MASK
         if h < self.cut:
             self.offer([h, billed, counted, line, record_id])
         if d:

@@ -11,7 +11,16 @@ from typing import TYPE_CHECKING, Any, Mapping
 import orjson
 
 from ..base.findings import Finding
-from .figures import Figures, GroupFigures, rt_bin
+from .figures import (
+    DIFF_EDGES,
+    LENGTH_EDGES,
+    MASK,
+    OFFSET,
+    TAIL,
+    Figures,
+    GroupFigures,
+    rt_bin,
+)
 
 
 def merge_parts(parts: list[FileSummary],
@@ -45,6 +54,9 @@ PROPERTY = "tokaudit"  # the user_properties name a summary travels under
 # keeps them packed as runs (jsonreport.pack_runs).
 IDS = "ids"
 GROUPS = "groups"  # per group of field values: [values, records, billed, counted, |diff|]
+
+
+_right = bisect.bisect_right
 
 
 _BIG_INT = re.compile(rb"\d{20}")
@@ -122,13 +134,30 @@ class FileSummary:
         self.checked += 1
         self.billed += billed
         self.counted += counted
-        self.figures.add(line, record_id, billed, counted)
-        diff = abs(counted - billed)
+        # Figures.add, inlined: this runs once per record on the per-line path
+        fig = self.figures
+        d = billed - counted
+        if -16 < d < 16:  # most records: a bin of its own
+            fig.diff[OFFSET + d] += 1
+            diff = d if d >= 0 else -d
+        elif d > 0:
+            fig.diff[OFFSET - 1 + _right(DIFF_EDGES, d)] += 1
+            diff = d
+        else:
+            fig.diff[OFFSET + 1 - _right(DIFF_EDGES, -d)] += 1
+            diff = -d
+        fig.length[_right(LENGTH_EDGES, counted) - 1] += 1
+        h = (line * 0x9E3779B1) & MASK
+        if h < fig.cut:
+            fig.offer([h, billed, counted, line, record_id])
         self.absdiff += diff
         if diff > self.max_absdiff:
             self.max_absdiff = diff
         if diff:
             self.rank(diff, line, record_id, billed, counted)
+            tail = fig.tail
+            if len(tail) < TAIL or diff > tail[0][0] or (diff == tail[0][0] and -line > tail[0][1]):
+                fig.offer_tail([diff, -line, record_id, billed, counted])
 
     def rank(self, diff: int, line: int, record_id: Any, billed: int, counted: int) -> None:
         """Offer a record with |diff| > 0 to the worst records (add_counts does)."""

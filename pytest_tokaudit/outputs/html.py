@@ -15,6 +15,7 @@ import base64
 import hashlib
 import heapq
 import json
+import zlib
 from pathlib import Path
 from typing import Any, Iterable, Sequence, cast
 
@@ -26,6 +27,7 @@ from ..base.atomic import check_writable, replacing
 from ..base.text import record_label
 from ..model.contract import KEYS, Contract, money
 from ..model.figures import (
+    MASK,
     OFFSET,
     RT_EDGES,
     Figures,
@@ -63,7 +65,10 @@ def combined(parts: Iterable[tuple[str, Figures]]) -> tuple[Figures, list[list[A
                     mine[i] += n
         for reason, n in fig.finish.items():
             total.finish[reason] = total.finish.get(reason, 0) + n
-        pool.extend([*e, path] for e in fig.sample)
+        # files share priorities (a hash of the line): mixed with the path's, so the page
+        # draws different lines of different files
+        mix = zlib.crc32(path.encode("utf-8", "surrogatepass"))
+        pool.extend([((e[0] ^ mix) * 0x2C1B3C6D) & MASK, *e[1:], path] for e in fig.sample)
     return total, heapq.nsmallest(POINTS, pool, key=lambda e: (e[0], e[3], e[5]))
 
 

@@ -49,10 +49,18 @@ def test_histograms_count_every_record_in_the_bin_of_its_value():
     assert all(F.diff_range(F.diff_bin(d)) == (d, d) for d in range(-15, 16))
 
 
+def test_the_summary_folds_each_record_as_figures_add_does():
+    recs = records(4000, seed=11)
+    fig = F.Figures()
+    for line, rid, b, c in recs:
+        fig.add(line, rid, b, c)
+    assert summary_of(recs).figures == fig
+
+
 def test_the_sample_is_the_least_priorities_and_the_tail_the_largest_diffs():
     recs = records(3000)
     fig = summary_of(recs).figures
-    want = sorted((F.priority(line, b, c), line) for line, _, b, c in recs)[:F.SAMPLE]
+    want = sorted((F.priority(line), line) for line, _, b, c in recs)[:F.SAMPLE]
     assert [(e[0], e[3]) for e in fig.sample] == want
     tail = sorted(((abs(b - c), -line) for line, _, b, c in recs if b != c))[-F.TAIL:]
     assert [(e[0], e[1]) for e in fig.tail] == tail
