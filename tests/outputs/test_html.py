@@ -99,6 +99,19 @@ def test_the_page_holds_the_numbers_of_the_summaries(project: TokProject):
     assert again["files"] == data["files"]
 
 
+def test_the_same_data_draws_the_same_page_in_process_and_under_xdist(pytester: pytest.Pytester):
+    """Deterministic: the sample is a hash of the lines, summaries merge in any order."""
+    project = TokProject(pytester, ())
+    grouped_project(project, tokaudit_shard_size="8000")  # a.jsonl is audited as shards
+    assert "tokaudit[shard 1 of" in project.run("--co", "-q", "-p", "no:xdist").stdout.str()
+    pages = []
+    for mode in (("-p", "no:xdist"), ("-n", "2")):
+        result = project.run(*mode, "--tokaudit-html=page.html", "--tokaudit-no-cache")
+        assert result.ret == 1
+        pages.append((project.path / "page.html").read_text("utf-8"))
+    assert pages[0] == pages[1]
+
+
 def test_an_unwritable_page_is_a_usage_error_before_the_audit(pytester: pytest.Pytester):
     project = TokProject(pytester, ("-p", "no:xdist"))
     project.ini()
