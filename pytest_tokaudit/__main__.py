@@ -2,13 +2,14 @@
 
 For audits split over CI jobs: each job writes --tokaudit-json; this combines them, prints
 the summary table and evaluates the dataset checks on the union. Exit 0 passed, 1 failed,
-2 usage error (a report that is not valid, a --json target that cannot be written).
+2 usage error (a report that is not valid, a --json or --html target that cannot be written).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any, Sequence
 
 import pytest
@@ -24,6 +25,7 @@ from .model import report as jsonreport
 from .model.contract import Contract
 from .model.outcome import Outcome
 from .model.result import Coverage
+from .outputs import html as html_report
 from .outputs.terminal import summary_lines
 from .run.coverage import coverage_outcome
 from .sources.reports import load as load_report
@@ -121,10 +123,13 @@ def standalone_hook(plugins: Sequence[str] = ()) -> Any:
     return pm.hook
 
 
-def merge(paths: list[str], out: str | None, plugins: Sequence[str] = ()) -> int:
+def merge(paths: list[str], out: str | None, plugins: Sequence[str] = (),
+          html: str | None = None) -> int:
     hook = standalone_hook(list(plugins))
     if out:
         check_writable(out, "--json")  # before any work, not after the verdict
+    if html:
+        check_writable(html, "--html")
     reports = [load_report(p) for p in paths]
     contract = one_contract(reports)
     files = []
@@ -179,7 +184,15 @@ def merge(paths: list[str], out: str | None, plugins: Sequence[str] = ()) -> int
         if problem:
             print(f"error: {problem}", file=sys.stderr)
             return 2
-    return 1 if failed_files or any(o.outcome == "failed" for o in outcomes) else 0
+    status = 1 if failed_files or any(o.outcome == "failed" for o in outcomes) else 0
+    if html:
+        page = html_report.build(files, outcomes, contract, status, partial,
+                                 title=" + ".join(r.name for r in reports))
+        problem = html_report.write_page(Path(html), page)
+        if problem:
+            print(f"error: {problem}", file=sys.stderr)
+            return 2
+    return status
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -188,11 +201,13 @@ def main(argv: list[str] | None = None) -> int:
     m = sub.add_parser("merge", help="combine --tokaudit-json reports of several runs")
     m.add_argument("reports", nargs="+", metavar="REPORT.json")
     m.add_argument("--json", metavar="PATH", help="write the combined report here")
+    m.add_argument("--html", metavar="PATH",
+                   help="write the combined audit as one self-contained HTML page with plots")
     m.add_argument("--plugin", metavar="MODULE_OR_FILE", action="append", default=[],
                    help="also run the dataset checks of this module or .py file (a conftest.py)")
     args = parser.parse_args(argv)
     try:
-        return merge(args.reports, args.json, args.plugin)
+        return merge(args.reports, args.json, args.plugin, args.html)
     except (ValueError, pytest.UsageError) as exc:  # ReportError, ContractError, check_writable
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -20,6 +20,7 @@ class BaselineCheck:
             raise pytest.UsageError(f"--tokaudit-baseline: {exc}") from None
         self.path = report.name  # a URL without what would be a credential in it
         self.files = report.metrics
+        self.summaries = {s.path: s for s in report.files}  # what the HTML report compares
 
     @pytest.hookimpl
     def pytest_tokaudit_check_file(self, summary, contract):

@@ -17,7 +17,7 @@ from ..base.fields import MISSING, get_path
 from ..base.findings import Finding
 from ..model.records import Record, TextRecord
 from ..model.summary import GROUPS as CHANNEL
-from ..model.summary import label, totals
+from ..model.summary import label, totals, writable
 
 NONE = "(none)"
 
@@ -45,6 +45,8 @@ class GroupCheck:
         paths = [tuple(f.split(".")) for f in contract.group_by]
         channel = summary.channel(CHANNEL)
         index = {tuple(entry[0]): entry for entry in channel}
+        figures = writable(summary).group_figures  # the HTML report's plots per group
+        finish = contract.finish_reason_field
         for r in records:
             key = tuple(_value(r, p) for p in paths)
             entry = index.get(key)
@@ -55,6 +57,12 @@ class GroupCheck:
             entry[2] += r.count
             entry[3] += r.n_ids
             entry[4] += abs(r.n_ids - r.count)
+            fig = figures.get(key)
+            fig.add(r.line, r.id, r.count, r.n_ids)
+            if finish:
+                reason = _value(r, finish)
+                if reason != NONE:
+                    fig.add_finish(reason)
         return None
 
     @pytest.hookimpl

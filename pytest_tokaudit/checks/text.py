@@ -10,6 +10,7 @@ from ..base.fields import MISSING, get_path
 from ..base.findings import Finding
 from ..engine.template import first_difference, template_text
 from ..model.records import Record, TextRecord
+from ..model.summary import writable
 
 
 class IdsMatchTextCheck:
@@ -50,6 +51,24 @@ class FinishReasonCheck:
         """Idle without tokaudit_finish_reason (the columnar path then has nothing to do)."""
         return not contract.finish_reason
 
+    @staticmethod
+    def reads(contract: Any) -> frozenset[str]:
+        """Its batch hook counts the finish reasons where records are read whole anyway."""
+        return frozenset({"data"} if _tallied(contract) else ())
+
+    @pytest.hookimpl
+    def pytest_tokaudit_check_batch(self, records, contract, summary):
+        """Finish reasons per file, for the HTML report (with tokaudit_finish_reason or
+        tokaudit_group_by: the records' fields are read then anyway)."""
+        if not _tallied(contract):
+            return None
+        figures = writable(summary).figures
+        for record in records:
+            value = _reason(record, contract.finish_reason_field)
+            if value is not None:
+                figures.add_finish(value if type(value) is str else repr(value))
+        return None
+
     @pytest.hookimpl
     def pytest_tokaudit_check_record(self, record, contract):
         allowed = contract.finish_reason
@@ -59,15 +78,22 @@ class FinishReasonCheck:
         field = contract.finish_reason_field
         if not field:
             return None
-        # A JSONL record's _data: its ids stay unparsed (the fast path never cuts this field
-        # out); a Parquet row builds its data.
-        data = record._data if type(record) in (Record, TextRecord) else record.data
-        value = get_path(data, field)
-        if value is MISSING or value is None:
-            return None
-        if value in allowed:
+        value = _reason(record, field)
+        if value is None or value in allowed:
             return None
         name = ".".join(field)
         want = " or ".join(allowed)
         cut = " (the response was cut at max_tokens)" if value == "length" else ""
         return Finding("finish_reason", f"{name} {value!r}, expected {want}{cut}")
+
+
+def _tallied(contract: Any) -> bool:
+    return bool((contract.finish_reason or contract.group_by) and contract.finish_reason_field)
+
+
+def _reason(record: Any, field: tuple[str, ...]) -> Any:
+    """The record's finish reason, or None. A JSONL record's _data: its ids stay unparsed
+    (the fast path never cuts this field out); a Parquet row builds its data."""
+    data = record._data if type(record) in (Record, TextRecord) else record.data
+    value = get_path(data, field)
+    return None if value is MISSING else value

@@ -104,6 +104,9 @@ class RunResult:
     anchor: str  # the dataset checks' node id prefix: `pytest.ini::tokaudit`
     offsets: dict[str, dict[int | None, int]]  # sharded file -> lines before each shard
     baseline: dict[str, list[str]] | None = None  # what got worse, with --tokaudit-baseline
+    # --tokaudit-baseline: the baseline report's files (the HTML report compares them) and name
+    baseline_files: dict[str, FileSummary] | None = None
+    baseline_name: str = ""
     cache: dict[str, Any] = field(default_factory=dict)  # the JSON report's "cache"
     cache_line: str | None = None  # the terminal's line on reused items
 

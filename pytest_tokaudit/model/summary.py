@@ -4,13 +4,23 @@ from __future__ import annotations
 
 import bisect
 import re
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Mapping
 
 import orjson
 
 from ..base.findings import Finding
+from .figures import (
+    DIFF_EDGES,
+    LENGTH_EDGES,
+    MASK,
+    OFFSET,
+    TAIL,
+    Figures,
+    GroupFigures,
+    rt_bin,
+)
 
 
 def merge_parts(parts: list[FileSummary],
@@ -44,6 +54,9 @@ PROPERTY = "tokaudit"  # the user_properties name a summary travels under
 # keeps them packed as runs (jsonreport.pack_runs).
 IDS = "ids"
 GROUPS = "groups"  # per group of field values: [values, records, billed, counted, |diff|]
+
+
+_right = bisect.bisect_right
 
 
 _BIG_INT = re.compile(rb"\d{20}")
@@ -111,18 +124,40 @@ class FileSummary:
     # dataset check (IDS: the record ids, for unique_ids and expected_ids).
     channels: dict[str, list[Any]] = field(default_factory=dict)
     cached: bool = False  # reused from the cache (run/cache.py); merged: every part was
+    # What the HTML report plots (model/figures.py): bounded histograms, a sample and the
+    # outliers of the file, and of each group with tokaudit_group_by.
+    figures: Figures = field(default_factory=Figures)
+    group_figures: GroupFigures = field(default_factory=GroupFigures)
 
     # -- accumulation ------------------------------------------------------------------
     def add_counts(self, line: int, record_id: Any, billed: int, counted: int) -> None:
         self.checked += 1
         self.billed += billed
         self.counted += counted
-        diff = abs(counted - billed)
+        # Figures.add, inlined: this runs once per record on the per-line path
+        fig = self.figures
+        d = billed - counted
+        if -16 < d < 16:  # most records: a bin of its own
+            fig.diff[OFFSET + d] += 1
+            diff = d if d >= 0 else -d
+        elif d > 0:
+            fig.diff[OFFSET - 1 + _right(DIFF_EDGES, d)] += 1
+            diff = d
+        else:
+            fig.diff[OFFSET + 1 - _right(DIFF_EDGES, -d)] += 1
+            diff = -d
+        fig.length[_right(LENGTH_EDGES, counted) - 1] += 1
+        h = (line * 0x9E3779B1) & MASK
+        if h < fig.cut:
+            fig.offer([h, billed, counted, line, record_id])
         self.absdiff += diff
         if diff > self.max_absdiff:
             self.max_absdiff = diff
         if diff:
             self.rank(diff, line, record_id, billed, counted)
+            tail = fig.tail
+            if len(tail) < TAIL or diff > tail[0][0] or (diff == tail[0][0] and -line > tail[0][1]):
+                fig.offer_tail([diff, -line, record_id, billed, counted])
 
     def rank(self, diff: int, line: int, record_id: Any, billed: int, counted: int) -> None:
         """Offer a record with |diff| > 0 to the worst records (add_counts does)."""
@@ -163,6 +198,7 @@ class FileSummary:
 
     def add_roundtrip(self, ratio: float) -> None:
         self.rt_checked += 1
+        self.figures.rt[rt_bin(ratio)] += 1
         if ratio:
             self.rt_changed += 1
             self.rt_ratio_sum += ratio
@@ -234,6 +270,8 @@ class FileSummary:
                                   for _, ids, lines in self.channels[IDS]]
         if not offset:
             return
+        self.figures.rebase(offset)
+        self.group_figures.rebase(offset)
         for name in ("shown", "shown_allowable"):
             setattr(self, name, [replace(f, line=f.line + offset) for f in getattr(self, name)])
         self.worst = [(d, neg - offset, *rest) for d, neg, *rest in self.worst]
@@ -254,6 +292,8 @@ class FileSummary:
                 mine[check] = mine.get(check, 0) + n
         for entry in other.worst:
             self._offer(tuple(entry))
+        self.figures.merge(other.figures)
+        self.group_figures.merge(other.group_figures)
         self.shown = (self.shown + other.shown)[: self.max_shown]
         self.shown_allowable = (self.shown_allowable + other.shown_allowable)[: self.max_shown]
         self.file_findings += other.file_findings
@@ -265,9 +305,11 @@ class FileSummary:
 
     # -- travel --------------------------------------------------------------------------
     def to_json(self) -> str:
-        data = asdict(self)
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
         for name in ("shown", "shown_allowable", "file_findings"):
             data[name] = [f.to_json() for f in getattr(self, name)]
+        data["figures"] = self.figures.to_json()
+        data["group_figures"] = self.group_figures.to_json()
         try:
             return orjson.dumps(data).decode()
         except TypeError:  # a sum past 64 bits (two counts near 2**64): Python ints hold it
@@ -288,6 +330,8 @@ class FileSummary:
         for name in ("shown", "shown_allowable", "file_findings"):
             data[name] = [Finding.from_json(f) for f in data.get(name, [])]
         data["worst"] = [tuple(w) for w in data.get("worst", [])]
+        data["figures"] = Figures.from_json(data.get("figures"))
+        data["group_figures"] = GroupFigures.from_json(data.get("group_figures", []))
         return cls(**data)
 
 

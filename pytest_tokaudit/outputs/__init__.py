@@ -13,7 +13,7 @@ from types import ModuleType
 import pytest
 
 # In the order their terminal lines appear.
-OUTPUTS = ("terminal", "jsonreport", "progress", "failures", "github", "markdown")
+OUTPUTS = ("terminal", "jsonreport", "progress", "failures", "github", "markdown", "html")
 
 
 def modules() -> list[ModuleType]:

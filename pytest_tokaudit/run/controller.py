@@ -392,6 +392,8 @@ class Controller:
             offsets={path: self.line_offsets(path, parts) for path, parts in by_path.items()
                      if parts[0].shard is not None},
             baseline=None if baseline is None else baseline.compare(files),
+            baseline_files=None if baseline is None else baseline.summaries,
+            baseline_name="" if baseline is None else baseline.path,
             cache=cache_report(self.config, self.summaries),
             cache_line=summary_line(self.config, self.summaries),
         )

@@ -1,0 +1,786 @@
+"""--tokaudit-html=PATH: the audit as one self-contained HTML page with plots.
+
+Everything is inline (charts as static SVG drawn by base/svg.py, a small script that
+pages and filters the tables, the numbers as one JSON blob that script and tests read), and
+a Content-Security-Policy allows only those: the page makes no request and runs no other
+script, whatever the data holds. Bounded for any number of files: plots are over the
+dataset, its groups and the few files worth a look; every file is a row of a paged table.
+
+Also, with pytest-html and --html, each data item's report gets its own plots (extras).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import heapq
+import json
+import zlib
+from pathlib import Path
+from typing import Any, Iterable, Sequence, cast
+
+import pytest
+
+from .. import __version__
+from ..base import svg
+from ..base.atomic import check_writable, replacing
+from ..base.text import record_label
+from ..model.contract import KEYS, Contract, money
+from ..model.figures import (
+    MASK,
+    OFFSET,
+    RT_EDGES,
+    Figures,
+    diff_bin,
+    diff_range,
+    length_range,
+    quantile,
+    rt_bin,
+)
+from ..model.outcome import Outcome
+from ..model.report import METRICS, regressions
+from ..model.result import RESULT, RunResult
+from ..model.summary import GROUPS, PROPERTY, FileSummary, label, totals
+
+POINTS = 1500  # scatter points on the page (the dataset's sample), plus OUTLIERS
+OUTLIERS = 200  # records of largest |diff| (the worst table, the scatter's outliers)
+FOCUS = 12  # files drawn one by one: the failing ones first, then the largest mean |diff|
+BARS = 25  # files in the mean |diff| chart
+FINDINGS = 5000  # findings rows on the page (each file's shown ones, failing files first)
+GROUP_PLOTS = 8  # groups drawn one by one (all groups are in the mean and finish charts)
+TOLERANCE_KEYS = ("count_abs", "count_rel", "count_outliers", "count_outlier_max",
+                  "count_mean_rel", "roundtrip_rel", "baseline_rel", "budget")
+
+
+# -- the figures a page is drawn from -------------------------------------------------------
+def combined(parts: Iterable[tuple[str, Figures]]) -> tuple[Figures, list[list[Any]]]:
+    """The figures of many files added up, and their samples' least POINTS with paths."""
+    total = Figures(0)
+    pool: list[list[Any]] = []
+    for path, fig in parts:
+        for name in ("diff", "length", "rt"):
+            mine = getattr(total, name)
+            for i, n in enumerate(getattr(fig, name)):
+                if n:
+                    mine[i] += n
+        for reason, n in fig.finish.items():
+            total.finish[reason] = total.finish.get(reason, 0) + n
+        # files share priorities (a hash of the line): mixed with the path's, so the page
+        # draws different lines of different files
+        mix = zlib.crc32(path.encode("utf-8", "surrogatepass"))
+        pool.extend([((e[0] ^ mix) * 0x2C1B3C6D) & MASK, *e[1:], path] for e in fig.sample)
+    return total, heapq.nsmallest(POINTS, pool, key=lambda e: (e[0], e[3], e[5]))
+
+
+def worst(files: Sequence[FileSummary], n: int = OUTLIERS) -> list[list[Any]]:
+    """[path, line, id, billed, counted] of the largest |billed - counted| over all files."""
+    pool = ([s.path, -e[1], e[2], e[3], e[4], e[0]] for s in files for e in s.figures.tail)
+    return [e[:5] for e in heapq.nsmallest(n, pool, key=lambda e: (-e[5], e[0], e[1]))]
+
+
+def diff_bins(fig: Figures, tolerance: float, other: Figures | None = None
+              ) -> tuple[list[tuple[str, int]], tuple[int, int], list[int], int]:
+    """The signed histogram cut to its non-empty range (and the band's), with the band's
+    bins and the other histogram over the same bins; also the first bin's index."""
+    t = int(tolerance)
+    band = (diff_bin(-t), diff_bin(t))
+    used = [i for i, n in enumerate(fig.diff) if n]
+    if other is not None:
+        used += [i for i, n in enumerate(other.diff) if n]
+    lo = min(used + [band[0] - 1, OFFSET - 2])
+    hi = max(used + [band[1] + 1, OFFSET + 2])
+    bins = []
+    for i in range(lo, hi + 1):
+        a, b = diff_range(i)
+        bins.append((f"{a:+d}" if a == b else f"{a:+d}..{b:+d}", fig.diff[i]))
+    overlay = other.diff[lo:hi + 1] if other is not None else []
+    return bins, (band[0] - lo, band[1] - lo), overlay, lo
+
+
+def diff_chart(fig: Figures, contract: Contract, mean_billed: float, title: str,
+               other: Figures | None = None, other_label: str = "", width: int = 420) -> str:
+    tol = max(contract.count_abs, contract.count_rel * mean_billed)
+    bins, band, overlay, _ = diff_bins(fig, tol, other)
+    rel = f"{contract.count_rel:.2%}".replace(".00%", "%")
+    return svg.histogram(
+        bins, title, band=band, overlay=overlay or None, overlay_label=other_label,
+        band_label=(f"within the count tolerance at the mean billed count {mean_billed:,.0f}: "
+                    f"|billed - counted| <= max({contract.count_abs}, {rel} x {mean_billed:,.0f})"
+                    f" = {tol:,.1f}"),
+        xlabel="billed - counted (tokens); shaded: within the tolerance at the mean billed count",
+        width=width)
+
+
+def length_chart(fig: Figures, title: str, width: int = 420) -> str:
+    used = [i for i, n in enumerate(fig.length) if n] or [0]
+    bins = []
+    for i in range(min(used), max(used) + 1):
+        a, b = length_range(i)
+        bins.append((f"{a}" if a == b else f"{a}-{b}", fig.length[i]))
+    med = quantile(fig.length, 0.5, length_range)
+    return svg.histogram(bins, title, xlabel=f"counted tokens per response (median bin ~{med:,.0f})",
+                         width=width)
+
+
+def rt_chart(fig: Figures, limit: float | None, title: str, width: int = 420) -> str:
+    names = ["0"] + [f"<={e:.1%}" for e in RT_EDGES[1:]] + [f">{RT_EDGES[-1]:.0%}"]
+    used = [i for i, n in enumerate(fig.rt) if n] or [0]
+    top = max(used + ([rt_bin(limit)] if limit is not None else []))
+    bins = [(names[i], fig.rt[i]) for i in range(top + 1)]
+    band = (0, rt_bin(limit)) if limit is not None else None
+    return svg.histogram(bins, title, band=band, band_label=f"<= tokaudit_roundtrip_rel {limit}",
+                         xlabel="tokens changed by decode -> encode, share of the record's tokens",
+                         width=width)
+
+
+def scatter_chart(points: list[list[Any]], outliers: list[list[Any]], contract: Contract,
+                  title: str, groups: dict[str, str] | None = None, width: int = 420) -> str:
+    """points: [priority, billed, counted, line, id, path(, group)]; outliers: worst(), of
+    which those outside the count tolerance are drawn (in red, on top)."""
+    outside = [o for o in outliers if abs(o[3] - o[4]) > contract.count_tolerance(o[3])]
+    keys = {(o[0], o[1]) for o in outside}
+    out = []
+    for p in points:
+        if (p[5], p[3]) in keys:
+            continue
+        color = groups.get(p[6], svg.GREY) if groups and len(p) > 6 else svg.GOOD
+        out.append((p[1], p[2], color, _tip(p[5], p[3], p[4], p[1], p[2], contract)))
+    for path, line, rid, billed, counted in outside:
+        out.append((billed, counted, svg.BAD, _tip(path, line, rid, billed, counted, contract)))
+    legend = [*(groups or {}).items(), ("outside the count tolerance", svg.BAD)]
+    return svg.scatter(out, title, tolerance=contract.count_tolerance, xlabel="billed tokens",
+                       ylabel="counted tokens", legend=legend, width=width)
+
+
+def _tip(path: str, line: int, rid: Any, billed: int, counted: int, contract: Contract) -> str:
+    return (f"{path}:{line} {record_label(contract.id_field, rid)}billed {billed:,}, "
+            f"counted {counted:,} ({billed - counted:+,})")
+
+
+def finish_chart(rows: list[tuple[str, dict[str, int]]], title: str, width: int = 420) -> str:
+    keys = sorted({k for _, counts in rows for k in counts},
+                  key=lambda k: (-sum(c.get(k, 0) for _, c in rows), k))
+    colors = {k: svg.PALETTE[i % len(svg.PALETTE)] for i, k in enumerate(keys)}
+    for bad in ("length", "content_filter", "error"):
+        if bad in colors:
+            colors[bad] = svg.BAD
+    return svg.stacked(rows, keys, title, colors=colors, width=width)
+
+
+def item_plots(summary: FileSummary, contract: Contract) -> str:
+    """One audit item's plots (pytest-html's extras): its histograms, sample and outliers."""
+    fig = summary.figures
+    if not fig.records:
+        return ""
+    parts = [diff_chart(fig, contract, summary.mean_billed, "billed - counted, records"),
+             length_chart(fig, "response length (counted tokens)")]
+    points = [[*e, summary.path] for e in fig.sample]
+    tail = [[summary.path, -e[1], e[2], e[3], e[4]] for e in reversed(fig.tail)]
+    parts.append(scatter_chart(points, tail, contract, "billed vs counted (a sample, and the "
+                                                      "largest |diff|)"))
+    if summary.rt_checked:
+        parts.append(rt_chart(fig, contract.roundtrip_rel, "round trip: tokens changed"))
+    if fig.finish:
+        parts.append(finish_chart([("this item", fig.finish)], "finish reasons"))
+    return ('<div class="tokaudit-plots" style="display:flex;flex-wrap:wrap;gap:8px">'
+            + "".join(parts) + "</div>")
+
+
+# -- the page ---------------------------------------------------------------------------------
+def verdict(exitstatus: int, partial: str | None) -> tuple[str, str]:
+    """(class, words) of the banner: the exit status's verdict, a partial run said so."""
+    if exitstatus == 0:
+        return ("partial", "passed, on part of the dataset: " + partial) if partial else \
+            ("passed", "passed")
+    if exitstatus == 1:
+        return "failed", "failed" + (f" (partial run: {partial})" if partial else "")
+    return "error", f"not judged: pytest exit status {exitstatus}" + (
+        f" (partial run: {partial})" if partial else "")
+
+
+def contract_rows(contract: Contract) -> list[list[str]]:
+    attrs = {k.name: k.attr for k in KEYS}
+    rows = []
+    for key, text in contract.to_json().items():
+        origin = contract.sources.get(key, (text, "default"))[1]
+        rows.append([key, str(text), origin, "tolerance" if attrs[key] in TOLERANCE_KEYS else ""])
+    rows.sort(key=lambda r: (r[3] != "tolerance", r[2] == "default", r[0]))
+    return rows
+
+
+def findings(files: Sequence[FileSummary], id_field: tuple[str, ...]) -> tuple[list[Any], int]:
+    """[path, line, id, check, message, level] of each file's listed findings, failing files
+    first, at most FINDINGS; and how many findings the run had that are not listed."""
+    rows: list[Any] = []
+    for s in sorted(files, key=lambda s: (not s.failed, s.path)):
+        for f in s.file_findings:
+            rows.append([s.path, None, None, f.check, f.message, "file"])
+        for f in s.shown:
+            rows.append([s.path, f.line, f.record_id, f.check, f.message, "error"])
+        for f in s.shown_allowable:
+            level = "allowed outlier" if s.forgiven(f.check) else "error"
+            rows.append([s.path, f.line, f.record_id, f.check, f.message, level])
+    total = sum(s.findings for s in files)
+    return rows[:FINDINGS], total - min(len(rows), FINDINGS)
+
+
+def focus(files: Sequence[FileSummary]) -> list[FileSummary]:
+    ranked = sorted((s for s in files if s.figures.records),
+                    key=lambda s: (not s.failed, -s.mean_ratio, s.path))
+    return ranked[:FOCUS]
+
+
+FILE_COLUMNS = ["path", "records", "audited", "checked", "failed", "findings", "billed",
+                "counted", "absdiff", "max_absdiff", "mean_ratio", "rt_checked", "rt_mean",
+                "complete", "cached"]
+
+
+def build(files: list[FileSummary], outcomes: Sequence[Outcome], contract: Contract,
+          exitstatus: int, partial: str | None, *, anchor: str = "tokaudit",
+          baseline: dict[str, FileSummary] | None = None, baseline_name: str = "",
+          changes: dict[str, list[str]] | None = None, title: str = "") -> str:
+    """The whole page (a str of HTML)."""
+    kind, words = verdict(exitstatus, partial)
+    checked = sum(s.checked for s in files)
+    billed = sum(s.billed for s in files)
+    mean_billed = billed / checked if checked else 0.0
+    total, points = combined((s.path, s.figures) for s in files)
+    outliers = worst(files)
+    base_total = None
+    if baseline:
+        base_total, _ = combined((p, s.figures) for p, s in baseline.items())
+        base_total = base_total if base_total.records else None
+
+    # groups (tokaudit_group_by): their figures over all files, and their totals
+    group_figs: dict[tuple[str, ...], list[tuple[str, Figures]]] = {}
+    for s in files:
+        for key, fig in s.group_figures.groups.items():
+            group_figs.setdefault(key, []).append((s.path, fig))
+    group_totals = totals([e for s in files for e in s.channels.get(GROUPS, [])])
+    names = {key: label(contract.group_by, key) for key in group_figs}
+    colors = {names[k]: svg.PALETTE[i % len(svg.PALETTE)] for i, k in enumerate(sorted(group_figs))}
+
+    plots: list[tuple[str, str, str]] = []  # (id, question, svg): the dataset's first
+    by_group: list[tuple[str, str, str]] = []  # then each group's
+    plots.append(("diff", "Does a provider bill systematically more or less than we count "
+                  "(a shifted histogram), or is it noise around 0?",
+                  diff_chart(total, contract, mean_billed,
+                             f"billed - counted over {total.records:,} records", base_total,
+                             f"baseline {baseline_name}" if base_total else "")))
+    per_group: dict[tuple[str, ...], tuple[Figures, list[list[Any]]]] = {}
+    if group_figs:
+        scatter_points = []
+        for key in sorted(group_figs):
+            per_group[key] = combined(group_figs[key])
+            share = max(POINTS // len(group_figs), 50)
+            scatter_points += [[*p, names[key]] for p in per_group[key][1][:share]]
+        plots.append(("scatter", "A systematic offset or slope (points off the diagonal, by "
+                      "group), or a few outliers (red)?",
+                      scatter_chart(scatter_points, outliers, contract,
+                                    "billed vs counted, a sample by group and the largest |diff|",
+                                    colors)))
+        biggest = sorted(group_figs, key=lambda k: (-per_group[k][0].records, k))[:GROUP_PLOTS]
+        for key in biggest:
+            fig = per_group[key][0]
+            n, spent = group_totals.get(key, [0, 0, 0, 0])[:2]
+            by_group.append((f"diff-{len(by_group)}", f"billed - counted for {names[key]}.",
+                             diff_chart(fig, contract, spent / n if n else mean_billed,
+                                        f"[{names[key]}] billed - counted, {fig.records:,} "
+                                        "records")))
+            by_group.append((f"length-{len(by_group)}", f"Response lengths of {names[key]}.",
+                             length_chart(fig, f"[{names[key]}] response length")))
+    else:
+        plots.append(("scatter", "A systematic offset or slope (points off the diagonal), or "
+                      "a few outliers (red)?",
+                      scatter_chart(points, outliers, contract,
+                                    f"billed vs counted, a sample of {len(points):,} and the "
+                                    "largest |diff|")))
+    bars = _mean_bars(files, contract, group_totals, names)
+    if bars:
+        plots.append(("mean", "Are the misses a tail of a few records or a whole file (or "
+                      "group) drifting? The red line is the file-mean tolerance.", bars))
+    spend = _spend(files, contract, group_totals, names, outcomes)
+    if spend:
+        plots.append(("spend", "How close is the spend to the budget?", spend))
+    finish_rows = [(names[k], per_group[k][0].finish) for k in sorted(per_group)
+                   if per_group[k][0].finish]
+    if total.finish:
+        finish_rows = [("all records", total.finish)] + finish_rows
+    if finish_rows:
+        plots.append(("finish", "Are responses cut at max_tokens (length) clustered in one "
+                      "provider?", finish_chart(finish_rows, "finish reasons")))
+    plots.append(("length", "How long are the responses (counted tokens)?",
+                  length_chart(total, f"response length, {total.records:,} records")))
+    if sum(total.rt):
+        plots.append(("roundtrip", "Do decode -> encode round trips change tokens (a wrong "
+                      "tokenizer, text cut mid-character)?",
+                      rt_chart(total, contract.roundtrip_rel,
+                               f"round trip, {sum(total.rt):,} records")))
+    if baseline:
+        chart = _baseline_chart(files, baseline, contract)
+        if chart:
+            plots.append(("baseline", f"Which files got worse than the baseline "
+                          f"{baseline_name}?", chart))
+    plots += by_group
+    focus_plots = [(s.path, s.failed, diff_chart(s.figures, contract, s.mean_billed,
+                                                 f"{s.figures.records:,} records", width=360))
+                   for s in focus(files)]
+
+    rows, unlisted = findings(files, contract.id_field)
+    base_rows = []
+    if baseline:
+        for s in files:
+            b = baseline.get(s.path)
+            if b is None:
+                continue
+            before = {name: get(b) for name, _, get, _ in METRICS}
+            worse = regressions(s, before, contract.baseline_rel)
+            base_rows.append([s.path] + [v for name, _, get, _ in METRICS
+                                         for v in (before[name], get(s))] + ["; ".join(worse)])
+    data = {
+        "tool": "pytest-tokaudit", "version": __version__, "verdict": kind, "exitstatus": exitstatus,
+        "partial": partial,
+        "contract": contract_rows(contract),
+        "dataset": [o.to_json() for o in outcomes],
+        "totals": {"files": len(files), "failed": sum(s.failed for s in files),
+                   "records": sum(s.records for s in files),
+                   "audited": sum(s.audited for s in files), "checked": checked,
+                   "billed": sum(s.billed_total for s in files),
+                   "counted": sum(s.counted for s in files),
+                   "findings": sum(s.findings for s in files), "unlisted_findings": unlisted},
+        "columns": FILE_COLUMNS,
+        "files": [[s.path, s.records, s.audited, s.checked, s.failed, s.findings, s.billed_total,
+                   s.counted, s.absdiff, s.max_absdiff, round(s.mean_ratio, 6), s.rt_checked,
+                   round(s.rt_ratio_mean, 6), s.complete, s.cached] for s in files],
+        "histograms": {"all": total.to_json(),
+                       "groups": [[list(k), per_group[k][0].to_json()] for k in sorted(per_group)]},
+        "sample": [[p[5], p[3], p[4], p[1], p[2]] for p in points],
+        "worst": outliers,
+        "findings": rows,
+        "baseline": {"name": baseline_name, "changes": changes or {},
+                     "columns": ["path"] + [f"{name} {when}" for name, *_ in METRICS
+                                            for when in ("before", "now")] + ["worse"],
+                     "rows": base_rows} if baseline is not None else None,
+        "plots": [pid for pid, _, _ in plots],
+        "focus": [p for p, _, _ in focus_plots],
+    }
+    return _page(data, plots, focus_plots, words, kind, contract, outcomes, title)
+
+
+def _mean_bars(files: Sequence[FileSummary], contract: Contract, groups: dict[Any, list[int]],
+               names: dict[Any, str]) -> str:
+    rows = []
+    for key, (n, billed, _, absdiff) in sorted(groups.items()):
+        ratio = absdiff / billed if billed else 0.0
+        limit = contract.count_mean_rel
+        color = svg.BAD if limit is not None and ratio > limit else svg.PALETTE[1]
+        name = label(contract.group_by, key)
+        rows.append((f"[{name}]", ratio, color, f"{name}: mean |diff| {ratio:.3%} over {n:,} records"))
+    ranked = sorted((s for s in files if s.checked), key=lambda s: (-s.mean_ratio, s.path))
+    for s in ranked[:BARS]:
+        color = svg.BAD if s.failed else svg.GOOD
+        rows.append((s.path, s.mean_ratio, color,
+                     f"{s.path}: mean |diff| {s.mean_ratio:.3%} ({s.checked:,} records, "
+                     f"max |diff| {s.max_absdiff:,}){' FAILED' if s.failed else ''}"))
+    if not rows:
+        return ""
+    limit = contract.count_mean_rel
+    more = f" (the {BARS} largest of {len(ranked):,} files)" if len(ranked) > BARS else ""
+    return svg.hbars(rows, "mean |diff| / mean billed, by group and file" + more, line=limit,
+                     line_label=f"tokaudit_count_mean_rel {limit:.2%}" if limit is not None else "")
+
+
+def _spend(files: Sequence[FileSummary], contract: Contract, groups: dict[Any, list[int]],
+           names: dict[Any, str], outcomes: Sequence[Outcome]) -> str:
+    spent = sum(s.billed_total for s in files)
+    if contract.budget is None and contract.price_per_mtok is None:
+        return ""
+
+    def words(n: float) -> str:
+        cash = money(int(n), contract)
+        return f"{n:,.0f} tokens" + (f" = {cash}" if cash else "")
+
+    budget = contract.budget
+    over = budget is not None and spent > budget
+    rows = [("spent, all files", float(spent), svg.BAD if over else svg.GOOD, words(spent))]
+    for key, (_, billed, _, _) in sorted(groups.items()):
+        rows.append((f"[{names.get(key, label(contract.group_by, key))}]", float(billed),
+                     svg.PALETTE[1], words(billed)))
+    share = f" ({spent / budget:.1%} of the budget)" if budget else ""
+    return svg.hbars(rows, f"billed tokens: {words(spent)}{share}", line=budget,
+                     line_label=f"budget {words(budget)}" if budget is not None else "",
+                     fmt="{:,.0f}")
+
+
+def _baseline_chart(files: Sequence[FileSummary], baseline: dict[str, FileSummary],
+                    contract: Contract) -> str:
+    rows = []
+    for s in files:
+        b = baseline.get(s.path)
+        if b is None or not s.checked:
+            continue
+        rows.append((s.mean_ratio - b.mean_ratio, s, b))
+    rows.sort(key=lambda r: (-r[0], r[1].path))
+    out = []
+    for delta, s, b in rows[:BARS // 2]:
+        worse = regressions(s, {n: g(b) for n, _, g, _ in METRICS}, contract.baseline_rel)
+        out.append((f"{s.path} (before)", b.mean_ratio, svg.GREY, f"{s.path} in the baseline: "
+                    f"{b.mean_ratio:.3%}"))
+        out.append((f"{s.path} (now)", s.mean_ratio, svg.BAD if worse else svg.GOOD,
+                    f"{s.path} now: {s.mean_ratio:.3%}" + (f"; worse: {'; '.join(worse)}"
+                                                           if worse else "")))
+    if not out:
+        return ""
+    return svg.hbars(out, "mean |diff| / mean billed: baseline (grey) and now, largest rise first",
+                     line=contract.count_mean_rel, line_label="tokaudit_count_mean_rel")
+
+
+CSS = """
+body{font-family:system-ui,sans-serif;margin:0;color:#222;background:#fafafa}
+header{padding:14px 20px;color:#fff}
+header.passed{background:#1a7f37}header.failed{background:#b42318}
+header.partial{background:#9a6700}header.error{background:#6e3aa7}
+header h1{margin:0;font-size:22px}header p{margin:4px 0 0}
+main{padding:8px 20px 40px}
+section{background:#fff;border:1px solid #ddd;border-radius:6px;margin:14px 0;padding:10px 14px}
+h2{font-size:17px;margin:4px 0 10px}
+.grid{display:flex;flex-wrap:wrap;gap:12px}
+figure{margin:0;border:1px solid #eee;padding:6px;max-width:440px}
+figcaption{font-size:12px;color:#555;max-width:420px;margin-bottom:4px}
+table{border-collapse:collapse;font-size:12px;width:100%}
+th,td{border-bottom:1px solid #eee;padding:3px 6px;text-align:left;vertical-align:top}
+th{background:#f3f3f3;cursor:pointer;user-select:none}
+td.n{text-align:right;font-variant-numeric:tabular-nums}
+tr.bad td{background:#fdecea}tr.warn td{background:#fff6e0}
+.pass{color:#1a7f37}.fail{color:#b42318}.skip{color:#9a6700}
+.tools{margin:6px 0;font-size:12px}.tools input[type=search]{width:260px}
+.tools button{margin:0 2px}
+.stats{display:flex;gap:24px;flex-wrap:wrap;font-size:14px}.stats b{font-size:18px}
+pre{white-space:pre-wrap;margin:2px 0;font-size:11px}
+footer{font-size:11px;color:#777;padding:0 20px 20px}
+"""
+
+
+SCRIPT = r"""
+(function () {
+  "use strict";
+  var D = JSON.parse(document.getElementById("tokaudit-data").textContent);
+  function el(tag, text, cls) {
+    var e = document.createElement(tag);
+    if (text !== undefined && text !== null) e.textContent = String(text);
+    if (cls) e.className = cls;
+    return e;
+  }
+  function num(n) { return typeof n === "number" ? n.toLocaleString("en-US") : (n === null ? "" : String(n)); }
+  function pct(x) { return (x * 100).toFixed(3) + "%"; }
+  function table(box, columns, rows, opts) {
+    opts = opts || {};
+    var page = 0, size = opts.size || 50, key = null, desc = false, query = "", only = false;
+    var tools = el("div", null, "tools"), search = el("input");
+    search.type = "search"; search.placeholder = "filter (" + (opts.what || "any column") + ")";
+    tools.appendChild(search);
+    var check = null;
+    if (opts.only) {
+      check = el("input"); check.type = "checkbox";
+      var lab = el("label"); lab.appendChild(check); lab.appendChild(document.createTextNode(" " + opts.only[0]));
+      tools.appendChild(document.createTextNode(" ")); tools.appendChild(lab);
+    }
+    var prev = el("button", "<"), next = el("button", ">"), info = el("span");
+    tools.appendChild(prev); tools.appendChild(next); tools.appendChild(info);
+    var t = el("table"), head = el("tr"), body = el("tbody");
+    columns.forEach(function (c, i) {
+      var th = el("th", c.name);
+      th.title = "sort by " + c.name;
+      th.addEventListener("click", function () { desc = key === i ? !desc : !!c.num; key = i; page = 0; draw(); });
+      head.appendChild(th);
+    });
+    var thead = el("thead"); thead.appendChild(head); t.appendChild(thead); t.appendChild(body);
+    box.appendChild(tools); box.appendChild(t);
+    function shown() {
+      var out = rows.filter(function (r) {
+        if (only && !opts.only[1](r)) return false;
+        if (!query) return true;
+        return columns.some(function (c) { return String(c.get(r)).toLowerCase().indexOf(query) >= 0; });
+      });
+      if (key !== null) {
+        var c = columns[key];
+        out.sort(function (a, b) {
+          var x = c.get(a), y = c.get(b), r = x < y ? -1 : x > y ? 1 : 0;
+          return desc ? -r : r;
+        });
+      }
+      return out;
+    }
+    function draw() {
+      var all = shown(), pages = Math.max(1, Math.ceil(all.length / size));
+      page = Math.min(page, pages - 1);
+      body.textContent = "";
+      all.slice(page * size, page * size + size).forEach(function (r) {
+        var tr = el("tr", null, opts.cls ? opts.cls(r) : "");
+        columns.forEach(function (c) {
+          var v = c.get(r), td = el("td", c.fmt ? c.fmt(v, r) : v, c.num ? "n" : "");
+          tr.appendChild(td);
+        });
+        body.appendChild(tr);
+      });
+      info.textContent = " " + (all.length ? (page * size + 1) + "-" + Math.min(all.length, page * size + size) : 0) +
+        " of " + num(all.length) + " (page " + (page + 1) + " of " + pages + ")";
+      prev.disabled = page === 0; next.disabled = page >= pages - 1;
+    }
+    search.addEventListener("input", function () { query = search.value.toLowerCase(); page = 0; draw(); });
+    if (check) check.addEventListener("change", function () { only = check.checked; page = 0; draw(); });
+    prev.addEventListener("click", function () { page -= 1; draw(); });
+    next.addEventListener("click", function () { page += 1; draw(); });
+    draw();
+  }
+  function col(name, i, numeric, fmt) { return { name: name, get: function (r) { return r[i]; }, num: numeric, fmt: fmt }; }
+  var C = {}; D.columns.forEach(function (c, i) { C[c] = i; });
+  function ratio(r) { return r[C.billed] ? r[C.absdiff] / r[C.billed] : 0; }
+  var fileCols = [
+    col("file", C.path), col("records", C.records, true, num), col("audited", C.audited, true, num),
+    { name: "mean billed", num: true, get: function (r) { return r[C.checked] ? r[C.billed] / r[C.checked] : 0; }, fmt: function (v) { return v.toFixed(1); } },
+    { name: "mean |diff| %", num: true, get: function (r) { return r[C.mean_ratio]; }, fmt: pct },
+    col("max |diff|", C.max_absdiff, true, num), col("findings", C.findings, true, num),
+    { name: "verdict", get: function (r) { return r[C.failed] ? "failed" : (r[C.complete] ? "passed" : "not audited to the end"); } }
+  ];
+  if (D.files.some(function (r) { return r[C.rt_checked]; }))
+    fileCols.push({ name: "mean round trip %", num: true, get: function (r) { return r[C.rt_mean]; }, fmt: pct });
+  if (D.files.some(function (r) { return r[C.cached]; }))
+    fileCols.push({ name: "cached", get: function (r) { return r[C.cached] ? "yes" : ""; } });
+  table(document.getElementById("files-table"), fileCols, D.files,
+        { what: "path", only: ["failing only", function (r) { return r[C.failed]; }],
+          cls: function (r) { return r[C.failed] ? "bad" : ""; } });
+  var folders = {};
+  D.files.forEach(function (r) {
+    var p = r[C.path], k = p.lastIndexOf("/"), f = k >= 0 ? p.slice(0, k) : ".";
+    var a = folders[f] || (folders[f] = [f, 0, 0, 0, 0, 0, 0]);
+    a[1] += 1; a[2] += r[C.failed] ? 1 : 0; a[3] += r[C.audited]; a[4] += r[C.billed]; a[5] += r[C.absdiff]; a[6] += r[C.findings];
+  });
+  table(document.getElementById("folders-table"), [
+    col("folder", 0), col("files", 1, true, num), col("failing", 2, true, num), col("audited", 3, true, num),
+    col("billed", 4, true, num),
+    { name: "mean |diff| %", num: true, get: function (r) { return r[4] ? r[5] / r[4] : 0; }, fmt: pct },
+    col("findings", 6, true, num)
+  ], Object.keys(folders).sort().map(function (k) { return folders[k]; }),
+  { what: "folder", size: 20, cls: function (r) { return r[2] ? "bad" : ""; } });
+  function where(r) { return r[1] === null ? r[0] : r[0] + ":" + r[1]; }
+  table(document.getElementById("worst-table"), [
+    { name: "record", get: where }, col("id", 2), col("billed", 3, true, num), col("counted", 4, true, num),
+    { name: "billed - counted", num: true, get: function (r) { return r[3] - r[4]; }, fmt: function (v) { return (v > 0 ? "+" : "") + num(v); } }
+  ], D.worst, { what: "path, id", size: 25 });
+  table(document.getElementById("findings-table"), [
+    { name: "where", get: where }, col("id", 2), col("check", 3), col("message", 4), col("level", 5)
+  ], D.findings, { what: "path, id, check, message", size: 50,
+    only: ["errors only", function (r) { return r[5] !== "allowed outlier"; }],
+    cls: function (r) { return r[5] === "allowed outlier" ? "warn" : "bad"; } });
+  if (D.baseline && D.baseline.rows.length) {
+    var bc = D.baseline.columns.map(function (name, i) {
+      return { name: name, get: function (r) { return r[i]; }, num: i > 0 && i < D.baseline.columns.length - 1,
+               fmt: i > 0 && i < D.baseline.columns.length - 1 ? function (v) { return v < 1 && v % 1 ? pct(v) : num(v); } : null };
+    });
+    table(document.getElementById("baseline-table"), bc, D.baseline.rows,
+          { what: "path", only: ["worse only", function (r) { return r[r.length - 1]; }],
+            cls: function (r) { return r[r.length - 1] ? "bad" : ""; } });
+  }
+  document.body.setAttribute("data-ready", "1");
+})();
+"""
+
+
+def _csp_hash(text: str) -> str:
+    return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode() + "'"
+
+
+def _blob(data: dict[str, Any]) -> str:
+    """JSON inside <script type="application/json">: no `<`, `>` or `&` can end it early."""
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False,
+                      default=str)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def _page(data: dict[str, Any], plots: list[tuple[str, str, str]],
+          focus_plots: list[tuple[str, bool, str]], words: str, kind: str, contract: Contract,
+          outcomes: Sequence[Outcome], title: str) -> str:
+    e = svg.esc
+    t = data["totals"]
+    spent = money(t["billed"], contract)
+    head = (f"{t['files']:,} files ({t['failed']:,} failing), {t['audited']:,} records audited, "
+            f"{t['findings']:,} findings, {t['billed']:,} billed tokens"
+            + (f" = {spent}" if spent else ""))
+    out = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+           f'<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
+           f"script-src {_csp_hash(SCRIPT)}; style-src {_csp_hash(CSS)}; img-src data:\">",
+           '<meta name="viewport" content="width=device-width, initial-scale=1">',
+           f"<title>tokaudit: {e(words)}{' - ' + e(title) if title else ''}</title>",
+           f"<style>{CSS}</style></head><body>",
+           f'<header class="{kind}" id="verdict"><h1>tokaudit: {e(words)}</h1>'
+           f"<p>{e(head)}</p></header><main>"]
+    stats = [("files", t["files"]), ("failing files", t["failed"]), ("records audited", t["audited"]),
+             ("records checked", t["checked"]), ("findings", t["findings"]),
+             ("billed tokens", t["billed"]), ("counted tokens", t["counted"])]
+    out.append('<section><div class="stats">' + "".join(
+        f"<div><b>{v:,}</b><br>{e(k)}</div>" for k, v in stats) + "</div></section>")
+    if outcomes:
+        out.append('<section id="dataset"><h2>Dataset checks</h2><table><thead><tr><th>check</th>'
+                   "<th>outcome</th><th>message</th></tr></thead><tbody>")
+        for o in outcomes:
+            cls = {"passed": "pass", "failed": "fail"}.get(o.outcome, "skip")
+            more = "".join(f"<pre>{e(line)}</pre>" for line in o.lines[:20])
+            if len(o.lines) > 20:
+                more += f"<pre>... and {len(o.lines) - 20:,} more</pre>"
+            out.append(f"<tr><td>{e(o.name)}</td><td class=\"{cls}\">{e(o.outcome)}</td>"
+                       f"<td>{e(o.message)}{more}</td></tr>")
+        out.append("</tbody></table></section>")
+    out.append('<section id="plots"><h2>Plots</h2><div class="grid">')
+    for pid, question, chart in plots:
+        out.append(f'<figure id="plot-{e(pid)}"><figcaption>{e(question)}</figcaption>{chart}</figure>')
+    out.append("</div></section>")
+    if focus_plots:
+        out.append(f'<section id="focus"><h2>Files worth a look ({len(focus_plots)} of '
+                   f"{t['files']:,}: failing first, then the largest mean |diff|)</h2>"
+                   '<div class="grid">')
+        for path, failed, chart in focus_plots:
+            mark = ' class="fail"' if failed else ""
+            out.append(f"<figure><figcaption{mark}>{e(path)}{' (failed)' if failed else ''}"
+                       f"</figcaption>{chart}</figure>")
+        out.append("</div></section>")
+    if data["baseline"] is not None:
+        b = data["baseline"]
+        ch = b["changes"]
+        out.append(f'<section id="baseline"><h2>Against the baseline {e(b["name"])}</h2>'
+                   f"<p>{len(ch.get('new', [])):,} new files, {len(ch.get('vanished', [])):,} "
+                   "vanished; per file, before and now (worse: by more than "
+                   f"tokaudit_baseline_rel = {contract.baseline_rel:.0%})</p>"
+                   '<div id="baseline-table"></div></section>')
+    out.append('<section id="files"><h2>Files</h2><div id="files-table"></div>'
+               '<h2>Folders</h2><div id="folders-table"></div></section>')
+    out.append(f'<section id="worst"><h2>Worst records by |billed - counted| (the {OUTLIERS} '
+               'largest)</h2><div id="worst-table"></div></section>')
+    more = (f" ({t['unlisted_findings']:,} more not listed: each file keeps its first "
+            f"tokaudit_max_shown; --tokaudit-failures has every one)") if t["unlisted_findings"] else ""
+    out.append(f'<section id="findings"><h2>Findings{e(more)}</h2><div id="findings-table"></div>'
+               "</section>")
+    out.append('<section id="contract"><h2>Contract</h2><p>Each key of the run\'s contract and '
+               "where it came from (a folder's conftest.py may change it for the files below "
+               "it).</p><table><thead><tr><th>key</th><th>value</th><th>from</th><th></th></tr>"
+               "</thead><tbody>")
+    for key, value, origin, kind_ in data["contract"]:
+        out.append(f"<tr><td>{e(key)}</td><td>{e(value)}</td><td>{e(origin)}</td><td>{e(kind_)}</td></tr>")
+    out.append("</tbody></table></section></main>")
+    out.append(f"<footer>pytest-tokaudit {e(__version__)}. Plots from bounded histograms and "
+               f"samples kept per file; the numbers are in the JSON below.</footer>")
+    out.append(f'<script type="application/json" id="tokaudit-data">{_blob(data)}</script>')
+    out.append(f"<script>{SCRIPT}</script></body></html>")
+    return "\n".join(out)
+
+
+# -- the pytest side --------------------------------------------------------------------------
+def page_of(result: RunResult, exitstatus: int, title: str) -> str:
+    return build(result.files, result.outcomes, result.contract, exitstatus,
+                 result.coverage.partial, anchor=result.anchor,
+                 baseline=result.baseline_files, baseline_name=result.baseline_name,
+                 changes=result.baseline, title=title)
+
+
+def write_page(path: Path, text: str) -> str | None:
+    """Write atomically; None, or why it could not be written (never raises for that)."""
+    try:
+        with replacing(path) as fh:
+            fh.write(text.encode("utf-8", "surrogatepass"))
+    except OSError as exc:
+        return f"cannot write the HTML report {path}: {exc.strerror or exc}"
+    return None
+
+
+class HtmlReport:
+    """Writes the page at the end of the session (on the controller)."""
+
+    def __init__(self, config: pytest.Config, path: str):
+        self.config = config
+        self.path = path
+        self.error: str | None = None
+        self.written = False
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        result = self.config.stash.get(RESULT, None)
+        if result is None:  # --collect-only
+            return
+        try:
+            text = page_of(result, int(session.exitstatus), self.config.rootpath.name)
+        except Exception as exc:  # noqa: BLE001 - the page must never hide the verdict
+            self.error = f"cannot build it: {type(exc).__name__}: {exc}"
+        else:
+            self.error = write_page(Path(self.config.invocation_params.dir, self.path), text)
+        self.written = self.error is None
+        if self.error and session.exitstatus == 0:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED  # the report CI expects is missing
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.error:
+            terminalreporter.write_line(f"tokaudit HTML report NOT written: {self.error}", red=True)
+        elif self.written:
+            terminalreporter.write_line(f"tokaudit HTML report: {self.path}")
+
+
+class PytestHtmlExtras:
+    """With pytest-html and --html: each data item's plots as extras of its report, and the
+    dataset's in the report's summary."""
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: Any):
+        outcome = yield
+        report = outcome.get_result()
+        contract = getattr(item, "contract", None)
+        if report.when != "call" or contract is None:
+            return
+        summary = next((v for k, v in item.user_properties if k == PROPERTY), None)
+        if summary is None:
+            return
+        try:
+            plots = item_plots(FileSummary.from_json(cast(str, summary)), contract)
+        except Exception as exc:  # noqa: BLE001 - plots never change a verdict
+            plots = f"<p>tokaudit: no plots: {svg.esc(type(exc).__name__)}: {svg.esc(exc)}</p>"
+        if plots:
+            from pytest_html import extras  # present: this plugin is registered only then
+
+            report.extras = [*getattr(report, "extras", []), extras.html(plots)]
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_html_results_summary(self, prefix: list[str], summary: list[str],
+                                    postfix: list[str], session: pytest.Session) -> None:
+        result = session.config.stash.get(RESULT, None)
+        if result is None or not result.files:
+            return
+        files = result.files
+        total, points = combined((s.path, s.figures) for s in files)
+        checked = sum(s.checked for s in files)
+        mean = sum(s.billed for s in files) / checked if checked else 0.0
+        charts = [diff_chart(total, result.contract, mean,
+                             f"tokaudit: billed - counted over {total.records:,} records"),
+                  scatter_chart(points, worst(files), result.contract,
+                                "tokaudit: billed vs counted (a sample, and the largest |diff|)")]
+        spend = _spend(files, result.contract, {}, {}, result.outcomes)
+        if spend:
+            charts.append(spend)
+        postfix.append('<div class="tokaudit-plots" style="display:flex;flex-wrap:wrap;gap:8px">'
+                       + "".join(charts) + "</div>")
+
+
+def add_options(parser: pytest.Parser, group: pytest.OptionGroup) -> None:
+    group.addoption(
+        "--tokaudit-html", metavar="PATH", default=None,
+        help="write the audit as one self-contained HTML page with plots to PATH",
+    )
+
+
+def configure(config: pytest.Config) -> None:
+    path = config.getoption("tokaudit_html")
+    if path and not hasattr(config, "workerinput"):
+        check_writable(config.invocation_params.dir / path, "--tokaudit-html")  # now, not after
+        config.pluginmanager.register(HtmlReport(config, path), "tokaudit.html")
+    # pytest-html's report: its extras are made where the item runs (an xdist worker too)
+    if config.pluginmanager.hasplugin("html") and config.getoption("htmlpath", None):
+        config.pluginmanager.register(PytestHtmlExtras(), "tokaudit.pytest_html")
+
