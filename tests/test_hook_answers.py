@@ -1,7 +1,7 @@
 """What a check hook answers: a falsy value is no finding; anything the audit cannot use
 (a value of another type, a Finding or Outcome with a field of the wrong type) fails the
 item or the dataset check with an error naming the hook and the value, never a traceback
-or an INTERNALERROR."""
+or an INTERNALERROR. A channel named like a built-in one is refused the same way."""
 
 from __future__ import annotations
 
@@ -182,3 +182,52 @@ def test_one_str_of_lines_is_one_line(pytester: pytest.Pytester):
     result = project.run("-rA")
     assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
     assert "two words" in result.stdout.lines, result.stdout.str()
+
+
+# -- channels --------------------------------------------------------------------------------
+
+CHANNEL = '''
+def pytest_tokaudit_check_{hook}({args}):
+    summary.channel({name!r}).append(1)
+'''
+
+
+@pytest.mark.parametrize("name", ["ids", "budget", "groups", "unique_text"])
+@pytest.mark.parametrize("hook, args", [("batch", "records, summary"), ("file", "summary")])
+@pytest.mark.parametrize("ini", [{}, {"tokaudit_unique_ids": "true", "tokaudit_group_by": "provider",
+                                      "tokaudit_unique_text": "true", "tokaudit_budget": "1000"}])
+def test_a_channel_named_like_a_built_in_one_is_refused(
+    pytester: pytest.Pytester, name: str, hook: str, args: str, ini: dict
+):
+    project = TokProject(pytester, NO_XDIST)
+    project.ini(testpaths="data", **ini)
+    project.write("conftest.py", CHANNEL.format(hook=hook, args=args, name=name))
+    project.jsonl("data/a.jsonl", [rec(i, provider="api") for i in range(1, 4)])
+    result = project.run("-rA")
+    assert_no_crash(result)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
+    assert (f"summary.channel({name!r}) is a channel of tokaudit's own built-in checks; "
+            "name yours differently") in result.stdout.str(), result.stdout.str()
+
+
+def test_a_built_in_channel_name_under_xdist_is_no_internal_error(project: TokProject):
+    project.ini(testpaths="data", tokaudit_unique_ids="true")
+    project.write("conftest.py", CHANNEL.format(hook="batch", args="records, summary", name="ids"))
+    project.jsonl("data/a.jsonl", [rec(i) for i in range(1, 4)])
+    project.jsonl("data/b.jsonl", [rec(i) for i in range(4, 7)])
+    result = project.run("-rA")
+    assert_no_crash(result)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
+    assert "FAILED data/a.jsonl::tokaudit" in result.stdout.str()
+
+
+def test_a_channel_of_its_own_name_still_travels(project: TokProject):
+    project.ini(testpaths="data")
+    project.write("conftest.py", CHANNEL.format(hook="batch", args="records, summary", name="my_ids"))
+    project.jsonl("data/a.jsonl", [rec(i) for i in range(1, 4)])
+    result = project.run("-rA", "--tokaudit-json=r.json")
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    import json
+
+    report = json.loads(project.path.joinpath("r.json").read_text())
+    assert [f["channels"]["my_ids"] for f in report["files"]] == [[1]]

@@ -16,7 +16,7 @@ from ..base.findings import implemented_by, shown
 from ..base.text import plural
 from ..model.contract import Contract, money
 from ..model.outcome import Outcome
-from ..model.summary import BUDGET, IDS, FileSummary
+from ..model.summary import BUDGET, IDS, FileSummary, writable
 from ..sources.remote import manifest_path
 from .ids import IdIndex, ranges, read_manifest
 
@@ -125,7 +125,7 @@ class BudgetCheck:
     def pytest_tokaudit_check_batch(self, records, unusable, summary):
         # Always filled (a few additions per batch), so a report written without a budget
         # can still be merged under one.
-        values = summary.channel(BUDGET)
+        values = writable(summary).channel(BUDGET)
         if not values:
             values.append([0, 0, 0])
         entry = values[-1]
@@ -176,7 +176,7 @@ class IdsChannel:
     def pytest_tokaudit_check_batch(self, records, unusable, contract, summary):
         if not (contract.unique_ids or contract.expected_ids):
             return None
-        values = summary.channel(IDS)
+        values = writable(summary).channel(IDS)
         if not values:
             values.append([summary.shard, [], []])
         _, ids, lines = values[-1]

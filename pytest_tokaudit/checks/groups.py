@@ -17,7 +17,7 @@ from ..base.fields import MISSING, get_path
 from ..base.findings import Finding
 from ..model.records import Record, TextRecord
 from ..model.summary import GROUPS as CHANNEL
-from ..model.summary import label, totals
+from ..model.summary import label, totals, writable
 
 NONE = "(none)"
 
@@ -43,7 +43,7 @@ class GroupCheck:
         if not contract.group_by:
             return None
         paths = [tuple(f.split(".")) for f in contract.group_by]
-        channel = summary.channel(CHANNEL)
+        channel = writable(summary).channel(CHANNEL)
         index = {tuple(entry[0]): entry for entry in channel}
         for r in records:
             key = tuple(_value(r, p) for p in paths)
