@@ -12,10 +12,11 @@ from typing import Any
 
 import pytest
 
+from ..base.findings import implemented_by, shown
 from ..base.text import plural
 from ..model.contract import Contract, money
 from ..model.outcome import Outcome
-from ..model.summary import BUDGET, IDS, FileSummary
+from ..model.summary import BUDGET, IDS, FileSummary, writable
 from ..sources.remote import manifest_path
 from .ids import IdIndex, ranges, read_manifest
 
@@ -66,6 +67,17 @@ def check_names(hook: Any, contract: Contract) -> list[str]:
     return names
 
 
+def outcome_problem(result: Outcome) -> str | None:
+    """What of a check's Outcome cannot be reported; None when it can."""
+    if result.outcome not in ("passed", "failed", "skipped"):
+        return f"unknown outcome {shown(result.outcome)}; make it with Outcome.passed, .failed or .skipped"
+    if type(result.message) is not str:
+        return "its message must be a str"
+    if type(result.lines) not in (list, tuple) or not all(type(line) is str for line in result.lines):
+        return "its lines must be a list of str"
+    return None
+
+
 def evaluate(hook: Any, files: list[FileSummary], index: IdIndex | None, contract: Contract,
              partial: str | None) -> list[Outcome]:
     """Each declared dataset check's verdict. `partial` is None, or why the run is partial.
@@ -85,8 +97,10 @@ def evaluate(hook: Any, files: list[FileSummary], index: IdIndex | None, contrac
                 "no pytest_tokaudit_check_dataset implementation returned an Outcome for it"
                 if result is None else
                 f"pytest_tokaudit_check_dataset returned {type(result).__name__}, not an Outcome")
-        if result.outcome not in ("passed", "failed", "skipped"):
-            result = Outcome.failed(f"unknown outcome {result.outcome!r}: {result.message}")
+        elif (problem := outcome_problem(result)) is not None:
+            where = implemented_by(hook.pytest_tokaudit_check_dataset)
+            result = Outcome.failed(f"pytest_tokaudit_check_dataset{f' (in {where})' if where else ''} "
+                                    f"returned {shown(result)}: {problem}")
         result = Outcome(name, result.outcome, result.message, list(result.lines))
         if partial and result.outcome == "passed":
             result = Outcome(name, "skipped",
@@ -111,7 +125,7 @@ class BudgetCheck:
     def pytest_tokaudit_check_batch(self, records, unusable, summary):
         # Always filled (a few additions per batch), so a report written without a budget
         # can still be merged under one.
-        values = summary.channel(BUDGET)
+        values = writable(summary).channel(BUDGET)
         if not values:
             values.append([0, 0, 0])
         entry = values[-1]
@@ -162,7 +176,7 @@ class IdsChannel:
     def pytest_tokaudit_check_batch(self, records, unusable, contract, summary):
         if not (contract.unique_ids or contract.expected_ids):
             return None
-        values = summary.channel(IDS)
+        values = writable(summary).channel(IDS)
         if not values:
             values.append([summary.shard, [], []])
         _, ids, lines = values[-1]

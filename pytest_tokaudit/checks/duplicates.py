@@ -15,9 +15,9 @@ from ..base.formats import location
 from ..base.text import plural
 from ..model.fastids import canonical
 from ..model.outcome import Outcome
+from ..model.summary import UNIQUE_TEXT as CHANNEL
+from ..model.summary import writable
 from .dataset import DUPLICATES_SHOWN
-
-CHANNEL = "unique_text"
 
 
 def _digest(record: Any) -> str:
@@ -42,7 +42,7 @@ class UniqueTextCheck:
     def pytest_tokaudit_check_batch(self, records, contract, summary):
         if not contract.unique_text:
             return None
-        values = summary.channel(CHANNEL)
+        values = writable(summary).channel(CHANNEL)
         shard = summary.shard if summary.shards > 1 else None
         for r in records:
             values.append([_digest(r), r.line, r.id, shard])

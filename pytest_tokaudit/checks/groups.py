@@ -43,7 +43,7 @@ class GroupCheck:
         if not contract.group_by:
             return None
         paths = [tuple(f.split(".")) for f in contract.group_by]
-        channel = summary.channel(CHANNEL)
+        channel = writable(summary).channel(CHANNEL)
         index = {tuple(entry[0]): entry for entry in channel}
         figures = writable(summary).group_figures  # the HTML report's plots per group
         finish = contract.finish_reason_field

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..base.findings import Finding, as_findings
+from ..base.findings import Finding, HookError, as_findings, named
 from ..base.text import size_text
 from ..model.contract import Contract
 from ..model.records import SKIPPED, AuditedRecord, Record, Rejected, Unusable
@@ -24,10 +24,6 @@ BATCH_RECORDS = 256
 
 
 BATCH_IDS = 1 << 18
-
-
-class HookError(Exception):
-    """A hook of a check answered something the audit cannot place: shown as its message."""
 
 
 class PlainPass:
@@ -136,6 +132,18 @@ def read_error_text(exc: Exception, path: Any, start: int, end: int | None, line
     return f"{exc} (after line {line}){later}"
 
 
+RECORD, BATCH, FILE = ("pytest_tokaudit_check_record", "pytest_tokaudit_check_batch",
+                       "pytest_tokaudit_check_file")
+
+
+def answer(result: Any, name: str, hook: Any) -> list[Finding]:
+    """A hook's answer as findings; a HookError names the hook, where it is, and the value."""
+    try:
+        return as_findings(result, name)
+    except HookError as exc:
+        raise named(exc, name, getattr(hook, name)) from None
+
+
 def _check_batch(
     batch: Sequence[AuditedRecord], found: list[Finding], unusable: Sequence[Unusable],
     contract: Contract, hook: Any, summary: FileSummary, sink: Sink | None = None,
@@ -145,7 +153,7 @@ def _check_batch(
     for record in batch:
         summary.add_counts(record.line, record.id, record.count, record.n_ids)
         for result in hook.pytest_tokaudit_check_record(record=record, contract=contract):
-            for f in as_findings(result):
+            for f in answer(result, RECORD, hook):
                 if f.line is None:
                     f = Finding(f.check, f.message, record.line, record.id, f.allowable)
                 found.append(f)
@@ -153,7 +161,7 @@ def _check_batch(
         for result in hook.pytest_tokaudit_check_batch(
             records=batch, contract=contract, summary=SummaryView(summary), unusable=unusable
         ):
-            for f in as_findings(result):
+            for f in answer(result, BATCH, hook):
                 if f.line is None:  # which record? Guessing would blame the wrong line
                     raise HookError(
                         f"pytest_tokaudit_check_batch returned a finding without a line: "
@@ -183,5 +191,5 @@ def check_file(path: Path, contract: Contract, hook: Any, summary: FileSummary) 
             ))
     view = SummaryView(summary)
     for result in hook.pytest_tokaudit_check_file(path=path, summary=view, contract=contract):
-        for f in as_findings(result):
+        for f in answer(result, FILE, hook):
             summary.add_finding(f if f.line is None else Finding(f.check, f.message))

@@ -20,8 +20,9 @@ class Outcome:
         return cls("", "passed", message)
 
     @classmethod
-    def failed(cls, message: str, lines: list[str] | tuple[str, ...] = ()) -> Outcome:
-        return cls("", "failed", message, list(lines))
+    def failed(cls, message: str, lines: list[str] | tuple[str, ...] | str = ()) -> Outcome:
+        """`lines`: the lines shown under the message (one str is one line)."""
+        return cls("", "failed", message, [lines] if isinstance(lines, str) else list(lines))
 
     @classmethod
     def skipped(cls, message: str) -> Outcome:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 import orjson
 
-from ..base.findings import Finding
+from ..base.findings import Finding, HookError
 from .figures import (
     DIFF_EDGES,
     LENGTH_EDGES,
@@ -54,6 +54,10 @@ PROPERTY = "tokaudit"  # the user_properties name a summary travels under
 # keeps them packed as runs (jsonreport.pack_runs).
 IDS = "ids"
 GROUPS = "groups"  # per group of field values: [values, records, billed, counted, |diff|]
+BUDGET = "budget"  # channel: per part [billed, billed of unusable records, how many of them]
+UNIQUE_TEXT = "unique_text"  # per record: [digest of its ids, line, id, shard]
+# Filled by the built-in checks alone (through writable(summary)), read in these shapes.
+BUILT_IN = frozenset({IDS, GROUPS, BUDGET, UNIQUE_TEXT})
 
 
 _right = bisect.bisect_right
@@ -350,7 +354,13 @@ class SummaryView:
         object.__setattr__(self, "_summary", summary)
 
     def channel(self, name: str) -> list[Any]:
-        """See FileSummary.channel: a JSON-able list for your dataset check."""
+        """See FileSummary.channel: a JSON-able list for your dataset check. The built-in
+        checks' channels (BUILT_IN) are theirs alone: one filled by another hook would be
+        read in their shape by the controller and the merge command."""
+        if name in BUILT_IN:
+            raise HookError(f"summary.channel({name!r}) is a channel of tokaudit's own built-in "
+                            f"checks; name yours differently (e.g. 'my_{name}'). Built-in: "
+                            f"{', '.join(sorted(BUILT_IN))}")
         return self._summary.channel(name)
 
     def __repr__(self) -> str:
@@ -425,6 +435,8 @@ class SummaryView:
             if name.startswith("_") or name in _HIDDEN:
                 raise AttributeError(f"the summary handed to hooks has no {name!r} (read-only)")
             value = getattr(self._summary, name)
+            if name == "channels":  # to read; summary.channel(name) is how one is filled
+                return MappingProxyType({k: tuple(v) for k, v in value.items()})
             if type(value) is list:
                 return tuple(value)
             if type(value) is dict:
@@ -443,7 +455,6 @@ def writable(summary: FileSummary | SummaryView) -> FileSummary:
     return summary._summary if isinstance(summary, SummaryView) else summary
 
 
-BUDGET = "budget"  # channel: per part [billed, billed of unusable records, how many of them]
 
 
 def totals(values: list[Any]) -> dict[tuple[str, ...], list[int]]:
