@@ -95,6 +95,7 @@ def test_a_page_left_out_of_the_nav_fails_the_build(tmp_path: Path):
 
 NOT_TESTED = {
     ("README.md", "the whole test suite: what .ci/run runs"),
+    ("README.md", "needs a published release tag"),
 }
 
 EXAMPLE = ROOT / "example_project"
@@ -255,3 +256,16 @@ def test_a_wrong_command_is_refused(pytester: pytest.Pytester):
         run_commands(pytester, [["pytest", "--tokaudit", "data/", "--tokaudit-jsn=audit.json"]])
     with pytest.raises(pytest.UsageError):
         run_commands(pytester, [["pytest", "--tokaudit", "s3://bucket/data/", "--tokaudit-annotations=always"]])
+
+
+def test_the_local_pre_commit_hook_runs_the_published_hook():
+    """The docs' `repo: local` hook (for before a release tag) is .pre-commit-hooks.yaml's."""
+    import yaml
+
+    published = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())[0]
+    local = [b for b in BLOCKS if b.lang == "yaml" and "repo: local" in b.text]
+    assert local
+    for block in local:
+        hook = yaml.safe_load(block.text)["repos"][0]["hooks"][0]
+        for key in ("id", "name", "entry", "files", "pass_filenames", "require_serial"):
+            assert hook[key] == published[key], (block.id, key)
