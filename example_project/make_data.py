@@ -2,8 +2,8 @@
 
 Responses are built from Python's own stdlib docstrings and sources as
 reasoning + </think> + answer + <|im_end|>, tokenised whole, so the clean records are
-canonical. A few records carry a deliberate fault of every kind the audit catches; the
-README lists them. Deterministic for a given Python version: run it and commit the data.
+canonical. A few records carry a deliberate fault of every kind the audit catches;
+docs/example-project.md lists them. Deterministic for a given Python version: run it and commit the data.
 
     python make_data.py
 """
@@ -95,7 +95,7 @@ def main() -> None:
     rows[30:30] = [{"sample_id": next(sid), "provider": None, "output_ids": encode(*next(pool))}]
     write("api_batch_001.jsonl", rows)
 
-    # batch 2: one fault of every kind, at lines the README names.
+    # batch 2: one fault of every kind, at lines docs/example-project.md names.
     rows = [record(next(sid), encode(*next(pool))) for _ in range(60)]
     r, a = next(pool)
     rows[4]["completion_tokens"] = len(rows[4]["output_ids"]) + 65                  # line 5: count

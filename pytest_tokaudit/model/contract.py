@@ -343,7 +343,7 @@ class Key:
     default: str
     help: str
     kind: str = "string"
-    doc: str = ""  # the README's meaning column (README.md's table is made from KEYS)
+    doc: str = ""  # the meaning column of docs/configuration.md's table (made from KEYS)
 
     def readme_row(self) -> str:
         if not self.default:
@@ -481,7 +481,7 @@ KEYS_BY_ATTR = {k.attr: k for k in KEYS}
 
 
 def readme_table() -> str:
-    """The configuration table of README.md, from KEYS."""
+    """The configuration table of docs/configuration.md, from KEYS."""
     return "\n".join(["| key | default | meaning |", "|---|---|---|", *(k.readme_row() for k in KEYS)])
 
 
