@@ -46,6 +46,7 @@ from ..base.formats import source_of
 from ..model.contract import KEYS, Contract
 from ..model.summary import FileSummary
 from ..sources.digest import digest_file
+from ..tokenizers.tiktoken import locate as locate_tiktoken
 from .config import CONTRACT
 
 FORMAT = 1
@@ -96,6 +97,9 @@ _TOKENIZERS: dict[str, dict[str, Any]] = {}
 
 def tokenizer_digest(directory: str) -> dict[str, Any]:
     """Every file of a tokenizer directory, hashed, and the libraries that read them."""
+    if directory not in _TOKENIZERS and directory.startswith("tiktoken:"):
+        _, path, _ = locate_tiktoken(directory)  # an encoding: its rank file's bytes
+        _TOKENIZERS[directory] = {"files": {path.name: digest_file(path)}, **_versions("tiktoken")}
     if directory not in _TOKENIZERS:
         files = {}
         for entry in sorted(os.scandir(directory), key=lambda e: e.name):
