@@ -262,7 +262,8 @@ class TiktokenTokenizer:
 
 
 def _positions(ids: list[int], value: int) -> list[int]:
-    out, k = [], -1
+    out: list[int] = []
+    k = -1
     while True:
         try:
             k = ids.index(value, k + 1)
