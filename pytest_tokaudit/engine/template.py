@@ -24,6 +24,7 @@ from ..base.fields import Placeholder
 from ..base.findings import Finding
 from ..model.records import TextRecord
 from ..tokenizers.hf import difference, encoding_backend, is_fast
+from ..tokenizers.tiktoken import TiktokenTokenizer
 
 
 @dataclass(frozen=True)
@@ -109,7 +110,10 @@ def check_literals(template: Any, tok: Any) -> None:
 
 def plain_ids(tok: Any, text: str) -> list[int]:
     """`text` encoded as if the tokenizer had no added tokens (so none of their strings
-    becomes one): normaliser, pre-tokeniser and model of the fast backend."""
+    becomes one): normaliser, pre-tokeniser and model of the fast backend, or a tiktoken
+    Encoding's ordinary encoding."""
+    if isinstance(tok, TiktokenTokenizer):
+        return tok.encode_ordinary(text)
     backend = tok.backend_tokenizer
     if backend.normalizer is not None:
         text = backend.normalizer.normalize_str(text)
@@ -119,8 +123,35 @@ def plain_ids(tok: Any, text: str) -> list[int]:
     return [t.id for piece, _ in pieces for t in model.tokenize(piece)]
 
 
+def field_ids(tok: Any, text: str, plan: Plan) -> list[int]:
+    """Text holding a special token's string, encoded so that it never becomes the special
+    token, whatever the tokenizer's own flags do: the fast backend's model or tiktoken's
+    ordinary encoding; any other tokenizer is asked with split_special_tokens and, where it
+    ignores the flag (its own encode), each special string is encoded in two halves."""
+    if getattr(tok, "is_fast", False) or isinstance(tok, TiktokenTokenizer):
+        return plain_ids(tok, text)
+    specials = set(plan.specials) | set(_added_vocab(tok).values())
+    ids = list(tok.encode(text, add_special_tokens=False, split_special_tokens=True))
+    if not specials.intersection(ids) or plan.added is None:
+        return ids
+    out: list[int] = []
+    at = 0
+    for m in plan.added.finditer(text):
+        if m.start() > at:
+            out += tok.encode(text[at:m.start()], add_special_tokens=False)
+        name = m.group(0)
+        out += tok.encode(name[:1], add_special_tokens=False)
+        out += tok.encode(name[1:], add_special_tokens=False)
+        at = m.end()
+    if at < len(text):
+        out += tok.encode(text[at:], add_special_tokens=False)
+    return out
+
+
 def _encode_runs(tok: Any, texts: list[str]) -> list[list[int]]:
     """Each text encoded without added special tokens, in one batch (fast backend)."""
+    if isinstance(tok, TiktokenTokenizer):
+        return [tok.encode_ordinary(t) for t in texts]
     if not is_fast(tok):
         return [list(tok.encode(t, add_special_tokens=False, split_special_tokens=True)) for t in texts]
     return [e.ids for e in encoding_backend(tok).encode_batch(texts, add_special_tokens=False)]
@@ -154,9 +185,7 @@ def rebuild(batch: Sequence[Any], contract: Any) -> list[Finding]:
             if not text:
                 mine.append(())
             elif plan.added is not None and plan.added.search(text):
-                mine.append(plain_ids(tok, text) if getattr(tok, "is_fast", False)
-                            else list(tok.encode(text, add_special_tokens=False,
-                                                 split_special_tokens=True)))
+                mine.append(field_ids(tok, text, plan))
             else:
                 mine.append(len(batch_texts))
                 batch_texts.append(text)

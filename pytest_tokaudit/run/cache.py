@@ -49,8 +49,13 @@ from ..base.urls import is_url
 from ..base.formats import source_of
 from ..model.contract import KEYS, KEYS_BY_ATTR, Contract
 from ..model.summary import FileSummary
+<<<<<<< HEAD
 from ..sources.digest import digest_file, file_state
 from .codekey import Unkeyable, hookimpl_digest, is_own
+=======
+from ..sources.digest import digest_file
+from ..tokenizers.tiktoken import locate as locate_tiktoken
+>>>>>>> issue-23-lead
 from .config import CONTRACT
 
 FORMAT = 1
@@ -101,6 +106,9 @@ _TOKENIZERS: dict[str, dict[str, Any]] = {}
 
 def tokenizer_digest(directory: str) -> dict[str, Any]:
     """Every file of a tokenizer directory, hashed, and the libraries that read them."""
+    if directory not in _TOKENIZERS and directory.startswith("tiktoken:"):
+        _, path, _ = locate_tiktoken(directory)  # an encoding: its rank file's bytes
+        _TOKENIZERS[directory] = {"files": {path.name: digest_file(path)}, **_versions("tiktoken")}
     if directory not in _TOKENIZERS:
         files = {}
         for entry in sorted(os.scandir(directory), key=lambda e: e.name):

@@ -18,6 +18,8 @@ from ..model.contract import (
     _source_text,
 )
 from ..sources.remote import RemoteUnavailable, describe, filesystem
+from ..tokenizers.tiktoken import TiktokenError
+from ..tokenizers.tiktoken import locate as locate_tiktoken
 
 CONTRACT = pytest.StashKey[Contract]()  # the ini file's contract, in every process
 
@@ -51,6 +53,14 @@ def contract_from_config(config: pytest.Config) -> Contract:
             value = key.parse(raw)
             if key.attr == "expected_ids" and value and "://" in value:
                 _check_url(config, value)  # a manifest at a URL: read through fsspec
+            elif key.attr == "tokenizer" and value and value.startswith("tiktoken:"):
+                name = value[len("tiktoken:"):].strip()  # an encoding, or a .tiktoken file
+                if "/" in name or name.endswith(".tiktoken"):
+                    value = "tiktoken:" + str(_relative_to(config, name, origin))
+                try:
+                    locate_tiktoken(value)  # there, or a usage error saying where to put it
+                except TiktokenError as exc:
+                    raise ContractError(str(exc)) from None
             elif key.attr in PATH_ATTRS and value:
                 value = str(_relative_to(config, value, origin))
                 _check_path(key, Path(value))

@@ -13,6 +13,7 @@ import contextlib
 import difflib
 import functools
 import json
+import logging
 import os
 import unicodedata
 import warnings
@@ -20,6 +21,8 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from . import tiktoken
 
 __all__ = ["RoundTrip", "TokenizerError", "load_tokenizer", "resolve_tokens", "roundtrip"]
 
@@ -69,7 +72,17 @@ def load_tokenizer(path: str | os.PathLike[str], trust_remote_code: bool = False
     """
     if not str(path).strip():
         raise TokenizerError("empty tokenizer path: give a local tokenizer directory")
+    if str(path).startswith(tiktoken.PREFIX):  # tiktoken:o200k_base, tiktoken:/path/x.tiktoken
+        return _load_tiktoken(str(path))
     return _load(str(Path(path).expanduser().resolve()), bool(trust_remote_code))
+
+
+@functools.cache
+def _load_tiktoken(spec: str) -> Any:
+    try:
+        return tiktoken.load_encoding(spec)
+    except tiktoken.TiktokenError as exc:
+        raise TokenizerError(str(exc)) from None
 
 
 @functools.cache
@@ -99,8 +112,13 @@ def _load(directory: str, trust_remote_code: bool) -> Any:
         raise
     except Exception as exc:
         raise TokenizerError(f"cannot load the tokenizer in {directory}: {_one_line(exc)}") from exc
-    # A slow (pure Python) tokenizer, e.g. Kimi K2's tiktoken one, is accepted: roundtrip()
-    # then goes record by record through tok.decode/tok.encode, which is much slower.
+    # A remote-code tokenizer over a tiktoken Encoding (Kimi K2's and others'): its
+    # Encoding directly, the fastest exact path, which never turns text into a special token.
+    encoding = tiktoken.find_encoding(tok)
+    if encoding is not None:
+        return tiktoken.TiktokenTokenizer(encoding, source=tok)
+    # Any other slow (pure Python) tokenizer is accepted: roundtrip() then goes record by
+    # record through tok.decode/tok.encode, which is much slower.
     return tok
 
 
@@ -341,6 +359,32 @@ def _quiet(transformers: Any) -> Iterator[None]:
         tlog.set_verbosity(before)
 
 
+class TokenizerWarning(UserWarning):
+    """Said once per process: what a tokenizer logged during the audit was silenced."""
+
+
+_SILENCED: set[int] = set()
+
+
+@contextlib.contextmanager
+def _quiet_calls(tok: Any) -> Iterator[None]:
+    """A slow tokenizer's calls with its logging and warnings silenced (some log a warning
+    on every call that takes keyword arguments: a line per record, uncapped), said once."""
+    before = logging.root.manager.disable
+    logging.disable(logging.WARNING)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        logging.disable(before)
+    if id(tok) not in _SILENCED:
+        _SILENCED.add(id(tok))
+        warnings.warn(TokenizerWarning(
+            f"tokaudit: {type(tok).__name__} is a slow tokenizer: its logging and warnings are "
+            "silenced during the audit (its round trip goes record by record)"))
+
+
 def _one_line(exc: BaseException, limit: int = 300) -> str:
     text = " ".join(str(exc).split()) or "(no message)"
     text = f"{type(exc).__name__}: {text}"
@@ -387,6 +431,8 @@ def _resolve_one(tok: Any, spec: str | int, key: str) -> int:
 
 def _known(tok: Any) -> Callable[[int], bool]:
     """A test for "this id is in the vocabulary"."""
+    if isinstance(tok, tiktoken.TiktokenTokenizer):
+        return tok.known
     if is_fast(tok):
         to_token = tok.backend_tokenizer.id_to_token
         return lambda i: 0 <= i < _U32 and to_token(i) is not None
@@ -429,8 +475,12 @@ def decode_encode(tok: Any, lists: list[list[int]]) -> list[tuple[str, list[int]
     The fast path is equivalent to tok.decode(ids, skip_special_tokens=False,
     clean_up_tokenization_spaces=False) and tok.encode(text, add_special_tokens=False).
     """
+    if isinstance(tok, tiktoken.TiktokenTokenizer):
+        return [result if not isinstance(result, int) else _unknown_id(tok, ids) or _SAME
+                for ids, result in zip(lists, tok.roundtrip_ids(lists), strict=True)]
     if not is_fast(tok):
-        return [slow_one(tok, ids) for ids in lists]
+        with _quiet_calls(tok):
+            return [slow_one(tok, ids) for ids in lists]
     backend = encoding_backend(tok)
     # Ids outside u32 would make the whole batch raise OverflowError.
     fits = [not ids or (min(ids) >= 0 and max(ids) < _U32) for ids in lists]
