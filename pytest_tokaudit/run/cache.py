@@ -49,13 +49,9 @@ from ..base.urls import is_url
 from ..base.formats import source_of
 from ..model.contract import KEYS, KEYS_BY_ATTR, Contract
 from ..model.summary import FileSummary
-<<<<<<< HEAD
 from ..sources.digest import digest_file, file_state
-from .codekey import Unkeyable, hookimpl_digest, is_own
-=======
-from ..sources.digest import digest_file
 from ..tokenizers.tiktoken import locate as locate_tiktoken
->>>>>>> issue-23-lead
+from .codekey import Unkeyable, hookimpl_digest, is_own
 from .config import CONTRACT
 
 FORMAT = 1
