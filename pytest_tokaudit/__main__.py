@@ -14,13 +14,12 @@ from typing import Any, Sequence
 
 import pytest
 
-from . import hookspecs
 from .base.atomic import check_writable
 from .base.atomic import write as write_report
 from .base.urls import display_url, is_url
-from .checks import DATASET, load
 from .checks.dataset import evaluate
 from .checks.ids import IdIndex
+from .checks.standalone import standalone_hook
 from .model import report as jsonreport
 from .model.contract import Contract
 from .model.outcome import Outcome
@@ -83,44 +82,6 @@ def union_coverage(cov: Coverage, contract: Contract) -> Outcome:
     return Outcome("coverage", "failed",
                    f"the reports together did not audit the whole dataset: {cov.partial}",
                    missing[:20] + ([f"... and {len(missing) - 20} more"] if len(missing) > 20 else []))
-
-
-def standalone_hook(plugins: Sequence[str] = ()) -> Any:
-    """The dataset hooks outside pytest (the merge command): the built-in checks and the
-    given plugins, each a module name or a .py file such as a conftest.py."""
-    import importlib
-    import importlib.util
-
-    import pluggy
-
-
-    class Manager(pluggy.PluginManager):
-        def parse_hookimpl_opts(self, plugin: Any, name: str) -> Any:
-            # As pytest does for conftest.py: a function named like a hook is an implementation.
-            opts = super().parse_hookimpl_opts(plugin, name)
-            if opts is None and name.startswith("pytest_tokaudit_") and callable(getattr(plugin, name)):
-                return {}
-            return opts
-
-    pm = Manager("pytest")
-    pm.add_hookspecs(hookspecs)
-    for name, check in load(DATASET).items():
-        pm.register(check(), name)
-    for spec in plugins:
-        try:
-            if spec.endswith(".py"):
-                found = importlib.util.spec_from_file_location(
-                    f"tokaudit_plugin_{len(pm.get_plugins())}", spec)
-                if found is None or found.loader is None:  # not for a .py path: a file loader
-                    raise ImportError(f"no loader for {spec}")
-                module = importlib.util.module_from_spec(found)
-                found.loader.exec_module(module)
-            else:
-                module = importlib.import_module(spec)
-        except Exception as exc:  # noqa: BLE001 - the user's module: a usage error, not a traceback
-            raise ValueError(f"--plugin {spec}: {type(exc).__name__}: {exc}") from None
-        pm.register(module, spec)
-    return pm.hook
 
 
 def merge(paths: list[str], out: str | None, plugins: Sequence[str] = (),

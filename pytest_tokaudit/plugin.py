@@ -37,6 +37,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--tokaudit-no-cache", action="store_true", default=False,
         help="audit every file, reusing no cached result and storing none",
     )
+    group.addoption(
+        "--tokaudit-engine", choices=("local", "ray"), default=None,
+        help="where the data items are audited: local (default: in the pytest process or its "
+             "xdist workers) or ray (tasks on the Ray cluster RAY_ADDRESS names, else a local one)",
+    )
+    parser.addini("tokaudit_engine", "tokaudit: where the data items are audited: local or ray "
+                  "(default: local)", default="local")
     parser.addini(SWITCH, "tokaudit: audit the data files without --tokaudit (default: false)",
                   type="bool", default=False)
     add_ini_keys(parser)
@@ -79,6 +86,7 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError("-p no:tokaudit.ids: the record ids the id checks read cannot "
                                 "be turned off; turn off a check instead (-p no:tokaudit.unique_ids)")
     pm.register(IdsChannel(), "tokaudit.ids")
+    configure_engine(config)
     baseline = config.getoption("tokaudit_baseline")
     if baseline:
         from .checks.baseline import BaselineCheck
@@ -129,3 +137,23 @@ class Reminder:
             "audit is off: pass --tokaudit or set `tokaudit = true` in the ini file",
             yellow=True,
         )
+
+
+def configure_engine(config: pytest.Config) -> None:
+    """--tokaudit-engine / tokaudit_engine: the engine module, imported only when chosen."""
+    from importlib import import_module
+
+    from .run.engines import ENGINE, ENGINES
+
+    name = config.getoption("tokaudit_engine") or str(config.getini("tokaudit_engine")).strip() or "local"
+    if name not in ENGINES:
+        raise pytest.UsageError(f"tokaudit_engine: expected one of {', '.join(ENGINES)}, got {name!r}")
+    module = ENGINES[name]
+    if module is None or hasattr(config, "workerinput"):
+        return
+    if config.getoption("numprocesses", None) or config.getoption("dist", "no") != "no":
+        raise pytest.UsageError(f"--tokaudit-engine={name} with -n/--dist: pick one (the engine "
+                                "spreads the items itself; xdist workers would each start it)")
+    engine = import_module(module).ENGINE(config)
+    config.stash[ENGINE] = engine
+    config.pluginmanager.register(engine, "tokaudit.engine")

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 import os
 import types
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 

@@ -27,7 +27,15 @@ from typing import Any, Iterator, NamedTuple
 
 from ..base.findings import Finding, as_findings
 from ..model.contract import Contract
-from ..model.figures import DIFF_EDGES, LENGTH_EDGES, MASK, OFFSET, SAMPLE, TAIL, Figures
+from ..model.figures import (
+    DIFF_EDGES,
+    LENGTH_EDGES,
+    MASK,
+    OFFSET,
+    SAMPLE,
+    TAIL,
+    Figures,
+)
 from ..model.summary import FileSummary, SummaryView
 from ..sources.base import LfsPointer, ReadError
 from ..sources.jsonl import JSON_WS, _chunks, line_range

@@ -743,7 +743,9 @@ class PytestHtmlExtras:
         except Exception as exc:  # noqa: BLE001 - plots never change a verdict
             plots = f"<p>tokaudit: no plots: {svg.esc(type(exc).__name__)}: {svg.esc(exc)}</p>"
         if plots:
-            from pytest_html import extras  # present: this plugin is registered only then
+            from pytest_html import (
+                extras,  # present: this plugin is registered only then
+            )
 
             report.extras = [*getattr(report, "extras", []), extras.html(plots)]
 

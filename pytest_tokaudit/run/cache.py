@@ -45,8 +45,8 @@ import pytest
 
 from .. import __version__
 from ..base.atomic import replacing
-from ..base.urls import is_url
 from ..base.formats import source_of
+from ..base.urls import is_url
 from ..model.contract import KEYS, KEYS_BY_ATTR, Contract
 from ..model.summary import FileSummary
 from ..sources.digest import digest_file, file_state

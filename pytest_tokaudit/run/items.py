@@ -43,6 +43,7 @@ from ..sources.remote import CHANGED, UNCHECKED
 from .cache import entry_for, reuse
 from .compat import failure_repr, teardown_towards
 from .config import CONTRACT
+from .engines import ENGINE, EngineError
 
 # The controller's judge of a deferred item (registered where config.workerinput is absent).
 JUDGE = pytest.StashKey[Callable[["DeferredItem"], None]]()
@@ -248,7 +249,7 @@ class TokauditItem(pytest.Item):
             elif tb == "short":
                 lines = lines[:6]
             return failure_repr(v.path, v.line, v.message, lines)
-        if isinstance(excinfo.value, HookError):
+        if isinstance(excinfo.value, (HookError, EngineError)):
             return f"{self.nodeid}: {excinfo.value}"
         return super().repr_failure(excinfo, style=style)
 
@@ -357,8 +358,11 @@ class AuditItem(TokauditItem):
             # Not under --tokaudit-failures when the entry has findings at records: that
             # file lists every bad record, which the entry does not hold.
             cached = reuse(entry, records_needed=observers.sink is not None)
+            engine = self.config.stash[ENGINE] if ENGINE in self.config.stash else None
             if cached is not None:  # an unchanged item: its summary before the file checks
                 summary = cached
+            elif engine is not None:  # audited elsewhere (a Ray task): its summary
+                summary = engine.summary(self)
             else:
                 audit(self.source, contract, self.ihook, summary, self.part, observers)
                 if not isinstance(self.source, Path):

@@ -1,0 +1,60 @@
+"""A plugin manager for the check hooks outside a pytest process: the merge command's
+dataset checks, a Ray worker's record and batch checks (with the run's conftest.py files)."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from types import ModuleType
+from typing import Any, Sequence
+
+import pluggy
+
+from .. import hookspecs
+from . import DATASET, load
+
+
+def standalone_hook(plugins: Sequence[Any] = (), checks: dict[str, type[Any]] | None = None,
+                    plugins_first: bool = False) -> Any:
+    """The hooks outside pytest (the merge command, a Ray worker): the built-in checks
+    (the dataset ones unless `checks` says which) and the given plugins, each a module
+    name, a .py file such as a conftest.py, or a module object. `plugins_first`: registered
+    before the checks, as pytest loads conftest.py files before the plugin's configure (so
+    hooks answer in the same order as in the pytest process)."""
+
+    class Manager(pluggy.PluginManager):
+        def parse_hookimpl_opts(self, plugin: Any, name: str) -> Any:
+            # As pytest does for conftest.py: a function named like a hook is an implementation.
+            opts = super().parse_hookimpl_opts(plugin, name)
+            if opts is None and name.startswith("pytest_tokaudit_") and callable(getattr(plugin, name)):
+                return {}
+            return opts
+
+    pm = Manager("pytest")
+    pm.add_hookspecs(hookspecs)
+    def register_checks() -> None:
+        for name, check in (load(DATASET) if checks is None else checks).items():
+            pm.register(check(), name)
+
+    if not plugins_first:
+        register_checks()
+    for spec in plugins:
+        if isinstance(spec, ModuleType):
+            pm.register(spec, spec.__name__)
+            continue
+        try:
+            if spec.endswith(".py"):
+                found = importlib.util.spec_from_file_location(
+                    f"tokaudit_plugin_{len(pm.get_plugins())}", spec)
+                if found is None or found.loader is None:  # not for a .py path: a file loader
+                    raise ImportError(f"no loader for {spec}")
+                module = importlib.util.module_from_spec(found)
+                found.loader.exec_module(module)
+            else:
+                module = importlib.import_module(spec)
+        except Exception as exc:  # noqa: BLE001 - the user's module: a usage error, not a traceback
+            raise ValueError(f"--plugin {spec}: {type(exc).__name__}: {exc}") from None
+        pm.register(module, spec)
+    if plugins_first:
+        register_checks()
+    return pm.hook
