@@ -1,6 +1,7 @@
 """The Arrow pass: the records of a columnar source (Parquet, Arrow IPC), checked vectorised.
 
-Each record batch is read with pyarrow (only the columns the contract reads) and the
+Each record batch is read with pyarrow (only the columns the contract reads, unless a
+check of the user's may read any field: then every column, see reads_all) and the
 per-record facts the built-in checks need are computed column-wise with pyarrow compute:
 the length of each ids list, its last element, how often each contract token occurs, and
 which rows hold an unusable value. Python looks at a row's values only when the row is
@@ -18,7 +19,7 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any, Iterator
 
 from ..base.fields import _INDEX, MISSING, CountSum, count_paths, get_path
-from ..base.findings import Finding
+from ..base.findings import Finding, foreign
 from ..model.contract import Contract
 from ..model.records import ReadOnlyRecord, Rejected, TextRecord, Unusable, _set
 from ..model.summary import FileSummary
@@ -35,7 +36,7 @@ from ..sources.parse import (
     sum_terms,
 )
 from .observers import NONE, Observers
-from .plain import BATCH_RECORDS, _check_batch
+from .plain import BATCH, BATCH_RECORDS, RECORD, _check_batch
 
 BATCH_ROWS = 256  # about 0.7M ids of a typical response each: memory stays small
 
@@ -78,7 +79,8 @@ class ArrowRecord(ReadOnlyRecord):
 
     @property
     def data(self) -> dict[str, Any]:
-        """The whole row (the columns the contract reads), as Python values."""
+        """The whole row, as Python values: every column when a check outside this package
+        is registered (see reads_all), as its JSONL twin's object holds every field."""
         return self._batch.slice(self._row, 1).to_pylist()[0]
 
     def occurrences(self, token: int) -> int:
@@ -193,6 +195,16 @@ def _schema_problem(schema: Any, contract: Contract) -> str | None:
     return None
 
 
+def reads_all(hook: Any) -> bool:
+    """Whether a per-record or batch check outside this package is registered for the file:
+    it may read any field of `record.data`, so every column is read (as a JSONL record's
+    object holds every field); the built-in checks read only the contract's columns."""
+    try:
+        return any(foreign(getattr(hook, name)) for name in (RECORD, BATCH))
+    except AttributeError:  # not a pluggy hook relay: who calls cannot be told, read all
+        return True
+
+
 def _top_columns(contract: Contract, schema: Any) -> list[str]:
     """The top-level columns the contract reads that the file has (a missing one that
     matters is a schema problem already)."""
@@ -246,7 +258,8 @@ def _audit_table(source: Any, table: Any, contract: Contract, hook: Any, summary
     line = 0
     try:
         rows_of = _text_rows_of if contract.text_template is not None else _rows_of
-        for batch in table.batches(groups, _top_columns(contract, table.schema), BATCH_ROWS):
+        columns = None if reads_all(hook) else _top_columns(contract, table.schema)
+        for batch in table.batches(groups, columns, BATCH_ROWS):
             records: list[Any] = []
             pending: list[Finding] = []
             unusable: list[Unusable] = []

@@ -102,7 +102,9 @@ class ParquetTable:
         meta = self.file.metadata
         return sum(meta.row_group(g).num_rows for g in range(*(groups or (0, meta.num_row_groups))))
 
-    def batches(self, groups: tuple[int, int] | None, columns: list[str], rows: int) -> Iterator[Any]:
+    def batches(self, groups: tuple[int, int] | None, columns: list[str] | None, rows: int
+                ) -> Iterator[Any]:
+        """Batches of at most `rows` rows of `columns` (None: every column)."""
         return self.file.iter_batches(batch_size=rows, row_groups=list(range(*groups)) if groups else None,
                                       columns=columns, use_threads=False)
 

@@ -335,3 +335,78 @@ def test_stored_ids_with_a_sum_groups_finish_reasons_and_unique_text(project: To
     out = [line for line in parquet.stdout.lines if any(p in line for p in pick)]
     assert normalised(out) == [line for line in jsonl.stdout.lines if any(p in line for p in pick)]
     assert "sample_id 5, 99: the same completion: pq/twin.parquet:row 5, pq/twin.parquet:row 21" in out
+
+
+# -- what hooks see, and column types a JSONL twin cannot tell apart (issue #22) ----------
+
+FINISH_HOOKS = {
+    # The README's own example: a field the contract does not read.
+    "record": '''
+from pytest_tokaudit import Finding
+
+def pytest_tokaudit_check_record(record):
+    if record.data.get("finish_reason") == "length":
+        return Finding("finish_reason", "response cut off by the API (finish_reason=length)")
+''',
+    "batch": '''
+def pytest_tokaudit_check_batch(records):
+    return [r.finding("meta", f"from {r.data['meta']['source']}") for r in records
+            if r.data["meta"]["source"] != "api"]
+''',
+    "keys": '''
+def pytest_tokaudit_check_record(record):
+    return record.id == 3 and ", ".join(sorted(record.data))
+''',
+}
+
+
+def hook_rows() -> list[dict]:
+    rows = [good(i, finish_reason="stop", meta={"source": "api"}) for i in range(1, 9)]
+    rows[2]["finish_reason"] = "length"
+    rows[5]["meta"] = {"source": "scraped"}
+    return rows
+
+
+def write_any(path, rows: list[dict], schema=None, **kw) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    table = pa.Table.from_pylist(rows, schema=schema)
+    if path.suffix == ".parquet":
+        pq.write_table(table, path, **kw)
+    else:
+        import pyarrow.feather as feather
+
+        feather.write_feather(table, path, compression="uncompressed")
+
+
+@pytest.mark.parametrize("suffix", [".parquet", ".arrow"])
+@pytest.mark.parametrize("hook", list(FINISH_HOOKS))
+def test_a_hook_sees_every_field_of_a_row_as_of_its_jsonl_twin(project: TokProject, hook: str,
+                                                                 suffix: str):
+    project.ini(**INI, tokaudit_count_outliers=0)
+    project.write("conftest.py", FINISH_HOOKS[hook])
+    rows = hook_rows()
+    project.jsonl("data/twin.jsonl", rows)
+    write_any(project.path / f"pq/twin{suffix}", rows, row_group_size=3)
+    jsonl = project.run("-o", "tokaudit_glob=*.jsonl")
+    parquet = project.run(paths=("pq",))
+    for result in (jsonl, parquet):
+        assert_no_crash(result)
+        assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
+    name = f"pq/twin{suffix}"
+    section = failure_section(parquet, name)
+    assert [line.replace(f"{name}:row ", "data/twin.jsonl:").replace(name, "data/twin.jsonl")
+            for line in section] == failure_section(jsonl, "data/twin.jsonl")
+    assert len([line for line in section if ":row " in line]) == 1, section
+
+
+def test_the_builtin_checks_alone_read_only_the_contract_columns(project: TokProject):
+    """Without a check of the user's, a column nobody reads is not read: a column of a type
+    pyarrow cannot turn into Python values does not matter."""
+    project.ini(**INI)
+    rows = [good(i) for i in range(1, 4)]
+    table = pa.Table.from_pylist(rows, schema=SCHEMA).append_column(
+        "blob", pa.array([b"x" * 10] * 3, pa.binary()))
+    project.path.joinpath("pq").mkdir()
+    pq.write_table(table, project.path / "pq/a.parquet")
+    result = project.run(paths=("pq",))
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
