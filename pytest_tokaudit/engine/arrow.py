@@ -103,11 +103,23 @@ def _column(batch: Any, field: tuple[str, ...]) -> Any:
     names = batch.schema.names
     if field[0] not in names:
         return MISSING
-    col = batch.column(names.index(field[0]))
+    col = _decoded(batch.column(names.index(field[0])))
     for part in field[1:]:
         col = _step(col, part)
         if col is MISSING:
             return MISSING
+        col = _decoded(col)
+    return col
+
+
+def _decoded(col: Any) -> Any:
+    """A dictionary-encoded column (pandas' `category`) as the plain values it stands for."""
+    import pyarrow as pa
+
+    if pa.types.is_dictionary(col.type):
+        if isinstance(col, pa.ChunkedArray):
+            col = col.combine_chunks()
+        return col.dictionary_decode()
     return col
 
 
@@ -147,8 +159,15 @@ def _field_type(schema: Any, field: tuple[str, ...]) -> Any:
         if index < 0:
             where = ".".join(field[:k]) or "the file"
             return f"no column {'.'.join(field)!r} in {where} (columns: {', '.join(schema.names)})"
-        t = t.field(index).type
+        t = _value_type(t.field(index).type)
     return t
+
+
+def _value_type(t: Any) -> Any:
+    """A dictionary type's values' type: the values a row holds."""
+    import pyarrow as pa
+
+    return t.value_type if pa.types.is_dictionary(t) else t
 
 
 def _is_int_type(t: Any) -> bool:
@@ -190,7 +209,8 @@ def _schema_problem(schema: Any, contract: Contract) -> str | None:
             return f"column {name!r} must be a list of integer token ids, found {t}"
         if role == "count" and not _is_int_type(t):
             return f"column {name!r} must be an integer column, found {t}"
-        if role == "id" and not (_is_int_type(t) or pa.types.is_string(t) or pa.types.is_large_string(t)):
+        if role == "id" and not (_is_int_type(t) or pa.types.is_string(t) or pa.types.is_large_string(t)
+                                 or getattr(pa.types, "is_string_view", bool)(t)):
             return f"column {name!r} must hold strings or integers, found {t}"
     return None
 
@@ -313,8 +333,12 @@ def _rows_of(batch: Any, before: int, contract: Contract,
     lengths = pc.list_value_length(ids_col)
     flat = pc.list_flatten(ids_col)
     parents = pc.list_parent_indices(ids_col)
-    # Rows with an element no token id can be: null or negative.
-    bad_elem = pc.or_(pc.is_null(flat), pc.less(pc.fill_null(flat, 0), 0))
+    # Rows with an element no token id can be: null or negative. Scalars take the column's
+    # type: a plain 0 would be int64, and pyarrow would cast uint64 ids past 2**63 to it.
+    bad_elem = pc.is_null(flat)
+    if pa.types.is_signed_integer(flat.type):
+        zero = pa.scalar(0, flat.type)
+        bad_elem = pc.or_(bad_elem, pc.less(pc.fill_null(flat, zero), zero))
     bad_rows = set(pc.take(parents, pc.indices_nonzero(bad_elem)).to_pylist())
     bad_rows.update(pc.indices_nonzero(pc.is_null(lengths)).to_pylist())
     # The last element of each non-empty list: at the end of its run in the flat values.
@@ -323,8 +347,7 @@ def _rows_of(batch: Any, before: int, contract: Contract,
     nonempty = pc.greater(filled, 0)
     last_at = pc.if_else(nonempty, pc.subtract(ends, 1), None)
     lasts = pc.take(flat, last_at).to_pylist()
-    hits = {t: Counter(pc.take(parents, pc.indices_nonzero(pc.equal(flat, t))).to_pylist())
-            for t in tokens}
+    hits = {t: _hits(flat, parents, t) for t in tokens}
     id_vals = _values(batch, contract.id_field) if contract.id_field else [None] * n
     count_field = contract.count_field
     if isinstance(count_field, CountSum):
@@ -362,6 +385,18 @@ def _rows_of(batch: Any, before: int, contract: Contract,
             yield Rejected([Finding("schema", p, line, rid) for p in problems], rid, count)
             continue
         yield ArrowRecord(line, rid, count, n_ids[row], lasts[row], hits, ids_col, batch, row)
+
+
+def _hits(flat: Any, parents: Any, token: int) -> Counter[int]:
+    """row -> how often `token` occurs in its ids; none when the ids' type cannot hold it."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    try:
+        scalar = pa.scalar(token, flat.type)
+    except (pa.ArrowInvalid, OverflowError):  # past a uint32 column, say: no row holds it
+        return Counter()
+    return Counter(pc.take(parents, pc.indices_nonzero(pc.equal(flat, scalar))).to_pylist())
 
 
 def _sum(terms: list[tuple[Any, list[Any]]], row: int, problems: list[str], formula: str) -> int | None:

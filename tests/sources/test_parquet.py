@@ -410,3 +410,65 @@ def test_the_builtin_checks_alone_read_only_the_contract_columns(project: TokPro
     pq.write_table(table, project.path / "pq/a.parquet")
     result = project.run(paths=("pq",))
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+
+
+U64_BIG = 2**63 + 5
+
+
+@pytest.mark.parametrize("xdist_mode", [("-p", "no:xdist")], ids=["no-xdist"])
+@pytest.mark.parametrize("case", [
+    "dictionary_id", "large_string_id", "dictionary_where", "dictionary_group",
+    "uint64_ids", "uint64_ids_tokens", "uint32_ids", "uint64_count", "uint64_id",
+])
+def test_column_types_of_the_same_values_get_the_jsonl_verdict(project: TokProject, case: str):
+    rows = [good(i) for i in range(1, 7)]
+    rows[3] = rec(4, 12, 13, once=[THINK], last=END, provider="api")  # one count finding
+    fields = {f.name: f.type for f in SCHEMA}
+    ini = dict(INI)
+    if case in ("dictionary_id", "large_string_id"):
+        for r in rows:
+            r["sample_id"] = f"s{r['sample_id']}"
+        fields["sample_id"] = (pa.dictionary(pa.int32(), pa.string()) if case == "dictionary_id"
+                               else pa.large_string())
+        ini["tokaudit_unique_ids"] = "true"
+        rows[5]["sample_id"] = "s5"  # a duplicate, judged across the dataset
+    elif case == "dictionary_where":
+        fields["provider"] = pa.dictionary(pa.int8(), pa.string())
+        rows[1]["provider"] = None
+    elif case == "dictionary_group":
+        fields["provider"] = pa.dictionary(pa.int8(), pa.string())
+        ini.pop("tokaudit_where")
+        ini["tokaudit_group_by"] = "provider"
+        rows[1]["provider"] = "other"
+    elif case.startswith("uint") and "ids" in case:
+        fields["output_ids"] = pa.list_(pa.uint32() if case == "uint32_ids" else pa.uint64())
+        if case != "uint32_ids":
+            rows[0]["output_ids"][1] = U64_BIG
+            rows[1]["output_ids"][1] = 2**64 - 1
+        if case == "uint64_ids_tokens":
+            ini["tokaudit_forbid"] = f"{OPEN} {2**32 - 1}"  # the contract's largest token
+            rows[4]["output_ids"][1] = 2**32 - 1
+    elif case == "uint64_count":
+        fields["completion_tokens"] = pa.uint64()
+        rows[2]["completion_tokens"] = U64_BIG
+    elif case == "uint64_id":
+        fields["sample_id"] = pa.uint64()
+        rows[2]["sample_id"] = U64_BIG
+    project.ini(**ini, tokaudit_count_outliers=0)
+    project.jsonl("data/twin.jsonl", rows)
+    write_any(project.path / "pq/twin.parquet", rows, pa.schema(list(fields.items())), row_group_size=4)
+    jsonl = project.run("-o", "tokaudit_glob=*.jsonl")
+    parquet = project.run(paths=("pq",))
+    for result in (jsonl, parquet):
+        assert_no_crash(result)
+        assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
+    assert normalised(failure_section(parquet, "pq/twin.parquet")) == \
+        failure_section(jsonl, "data/twin.jsonl")
+    assert summary_rows(parquet)["pq/twin.parquet"] == summary_rows(jsonl)["data/twin.jsonl"]
+    assert any(":row 4: sample_id" in line for line in failure_section(parquet, "pq/twin.parquet"))
+
+    def dataset_lines(result):
+        return normalised([line for line in result.stdout.lines
+                           if line.startswith("pytest.ini::tokaudit::") or "provider=" in line])
+    assert [line for line in dataset_lines(parquet) if "coverage" not in line] == \
+        [line for line in dataset_lines(jsonl) if "coverage" not in line]
