@@ -26,6 +26,7 @@ from ..base.fields import (
     parse_template,
 )
 from ..base.formats import default_glob
+from ..base.urls import display_url, is_url
 from ..tokenizers.hf import load_tokenizer, resolve_tokens
 
 # Bounds: counts travel as JSON through orjson (64-bit integers at most), and a bad-record
@@ -654,12 +655,12 @@ class Contract:
         for attr in attrs:
             key = KEYS_BY_ATTR[attr].name
             text, origin = self.sources.get(key, (KEYS_BY_ATTR[attr].default, "default"))
-            by_origin.setdefault(origin, []).append(f"{key} = {text}")
+            by_origin.setdefault(origin, []).append(f"{key} = {_safe(text)}")
         return "; ".join(f"{o} [{', '.join(v)}]" for o, v in by_origin.items())
 
     def to_json(self) -> dict[str, str]:
-        """Every key as it would be written in pytest.ini (paths made absolute), but
-        tokaudit_cache_dir."""
+        """Every key as it would be written in pytest.ini (paths made absolute, URLs without
+        credentials: see base.urls.display_url), but tokaudit_cache_dir."""
         out = {}
         for key in KEYS:
             if key.attr == "cache_dir":  # where this run cached, not a rule of the data
@@ -667,7 +668,7 @@ class Contract:
             text = self.sources.get(key.name, (key.default, "default"))[0]
             if key.attr in PATH_ATTRS:
                 text = getattr(self, key.attr)
-            out[key.name] = text
+            out[key.name] = _safe(text)
         return out
 
     @classmethod
@@ -690,6 +691,11 @@ class Contract:
 
 
 PATH_ATTRS = ("tokenizer", "expected_ids", "cache_dir")
+
+
+def _safe(text: Any) -> Any:
+    """A value as shown or stored: a URL without what would be a credential in it."""
+    return display_url(text) if is_url(text) else text
 
 
 DATASET_ATTRS = ("budget", "price_per_mtok", "unique_ids", "unique_text", "expected_ids")
