@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 import orjson
 
 from ..base.findings import Finding, HookError
+from ..base.text import printable
 
 
 def merge_parts(parts: list[FileSummary],
@@ -424,4 +425,4 @@ def totals(values: list[Any]) -> dict[tuple[str, ...], list[int]]:
 
 
 def label(fields: tuple[str, ...], key: tuple[str, ...]) -> str:
-    return ", ".join(f"{f}={v}" for f, v in zip(fields, key))
+    return printable(", ".join(f"{f}={v}" for f, v in zip(fields, key)))
