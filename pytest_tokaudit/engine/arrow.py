@@ -24,7 +24,8 @@ from ..model.contract import Contract
 from ..model.records import ReadOnlyRecord, Rejected, TextRecord, Unusable, _set
 from ..model.summary import FileSummary
 from ..sources.base import SourceError
-from ..sources.parquet import ParquetUnavailable
+from ..base.text import size_text
+from ..sources.parquet import Oversized, ParquetUnavailable
 from ..sources.parse import (
     I64_MIN,
     U64_MAX,
@@ -275,15 +276,32 @@ def _audit_table(source: Any, table: Any, contract: Contract, hook: Any, summary
         summary.add_finding(Finding("schema", problem))
         return
     tokens = tuple(dict.fromkeys(contract.require_once_ids + contract.forbid_ids))
+    limit = contract.max_line_bytes
     line = 0
     try:
         rows_of = _text_rows_of if contract.text_template is not None else _rows_of
         columns = None if reads_all(hook) else _top_columns(contract, table.schema)
-        for batch in table.batches(groups, columns, BATCH_ROWS):
+        for batch in table.batches(groups, columns, BATCH_ROWS, limit):
             records: list[Any] = []
             pending: list[Finding] = []
             unusable: list[Unusable] = []
-            for item in rows_of(batch, line, contract, tokens):
+            # The record limit, as a JSONL line's: a row over it is a finding, never checked.
+            lines = None  # the rows' numbers, when some are taken out
+            if isinstance(batch, Oversized):  # known from the footer: not even read
+                n_rows, over, batch = batch.rows, [(0, batch.nbytes)], None
+            else:
+                n_rows, sizes = batch.num_rows, _row_bytes(batch)
+                over = [(r, n) for r, n in enumerate(sizes) if n > limit]
+                if over:
+                    kept = [r for r, n in enumerate(sizes) if n <= limit]
+                    lines = [line + r + 1 for r in kept]
+                    batch = batch.take(kept)
+            for r, nbytes in over:
+                summary.records += 1
+                summary.audited += 1
+                pending.append(Finding("line_length", too_big(nbytes, limit), line + r + 1))
+                unusable.append(Unusable(line + r + 1, None, None))
+            for item in rows_of(batch, line, contract, tokens, lines) if batch is not None else ():
                 summary.records += 1
                 if item is None:
                     summary.skipped += 1
@@ -302,7 +320,7 @@ def _audit_table(source: Any, table: Any, contract: Contract, hook: Any, summary
                 if len(records) + len(unusable) >= BATCH_RECORDS:
                     _check_batch(records, pending, unusable, contract, hook, summary, observers.sink)
                     records, pending, unusable = [], [], []
-            line += batch.num_rows
+            line += n_rows
             summary.lines = line
             _check_batch(records, pending, unusable, contract, hook, summary, observers.sink)
             if observers.meter is not None:  # rows only: no byte position through pyarrow
@@ -315,14 +333,80 @@ def _audit_table(source: Any, table: Any, contract: Contract, hook: Any, summary
         summary.add_finding(Finding("read", summary.read_error))
 
 
+def too_big(nbytes: int, limit: int) -> str:
+    """A row over the record limit, worded as a JSONL line over it (no row number of its
+    own: the finding's location gives the file's)."""
+    return (f"the row holds {nbytes:,} bytes, over the limit of {size_text(limit)} "
+            "(tokaudit_max_line_bytes)")
+
+
+def _row_bytes(batch: Any) -> list[int]:
+    """The bytes each row's values take in the batch (Arrow's buffers: 8 per int64, a
+    string's bytes), from list offsets and lengths: no value is read or copied."""
+    total: Any = 0
+    for col in batch.columns:
+        total = _add(total, _sizes(col))
+    return [total] * batch.num_rows if isinstance(total, int) else total.to_pylist()
+
+
+def _add(a: Any, b: Any) -> Any:
+    import pyarrow.compute as pc
+
+    return a + b if isinstance(a, int) and isinstance(b, int) else pc.add(a, b)
+
+
+def _sizes(arr: Any) -> Any:
+    """Bytes per element of `arr`: an int when every element takes the same, else an int64
+    array."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    t = arr.type
+    if pa.types.is_dictionary(t):
+        return t.index_type.bit_width // 8  # the values are the dictionary's, shared
+    if pa.types.is_struct(t):
+        total: Any = 0
+        for child in arr.flatten():
+            total = _add(total, _sizes(child))
+        return total
+    if _is_list(t) or pa.types.is_fixed_size_list(t):
+        lengths = pc.fill_null(pc.list_value_length(arr), 0).cast(pa.int64())
+        width = _fixed(t.value_type)
+        if width is not None:  # ids: length x 8, without touching the values
+            return pc.multiply(lengths, width)
+        child = _sizes(pc.list_flatten(arr))
+        if isinstance(child, int):
+            return pc.multiply(lengths, child)
+        ends = pc.cumulative_sum(lengths)
+        sums = pa.concat_arrays([pa.array([0], pa.int64()), pc.cumulative_sum(child.cast(pa.int64()))])
+        return pc.subtract(pc.take(sums, ends), pc.take(sums, pc.subtract(ends, lengths)))
+    if (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t)
+            or pa.types.is_large_binary(t)):
+        return pc.fill_null(pc.binary_length(arr), 0).cast(pa.int64())
+    width = _fixed(t)
+    return width if width is not None else 0
+
+
+def _fixed(t: Any) -> int | None:
+    """Bytes per value of a fixed-width type (int64: 8), or None."""
+    try:
+        bits = t.bit_width
+    except ValueError:  # not fixed width
+        return None
+    return max(bits // 8, 1)
+
+
 def _short(exc: Exception) -> str:
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0] if text else ''}"
 
 
-def _rows_of(batch: Any, before: int, contract: Contract,
-             tokens: tuple[int, ...]) -> Iterator[ArrowRecord | Rejected | None]:
-    """Each row of a batch: an ArrowRecord, a Rejected with its findings, or None (skipped)."""
+def _rows_of(batch: Any, before: int, contract: Contract, tokens: tuple[int, ...],
+             lines: list[int] | None = None) -> Iterator[ArrowRecord | Rejected | None]:
+    """Each row of a batch: an ArrowRecord, a Rejected with its findings, or None (skipped).
+    Rows are numbered from `before` + 1, or by `lines` (rows taken out of a batch)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -361,7 +445,7 @@ def _rows_of(batch: Any, before: int, contract: Contract,
     id_name = ".".join(contract.id_field)
     ids_name = ".".join(contract.ids_field)
     for row in range(n):
-        line = before + row + 1
+        line = before + row + 1 if lines is None else lines[row]
         if flags is not None and not flags[row]:
             yield None
             continue
@@ -405,8 +489,8 @@ def _sum(terms: list[tuple[Any, list[Any]]], row: int, problems: list[str], form
     return sum_terms(((term, values[row]) for term, values in terms), formula, problems)
 
 
-def _text_rows_of(batch: Any, before: int, contract: Contract,
-                  tokens: tuple[int, ...]) -> Iterator[TextRecord | Rejected | None]:
+def _text_rows_of(batch: Any, before: int, contract: Contract, tokens: tuple[int, ...],
+                  lines: list[int] | None = None) -> Iterator[TextRecord | Rejected | None]:
     """Rows read with a text template: each row as the Python object its JSONL twin holds
     (the columns read), judged by the JSONL reader's own functions, so the findings are
     the same. The text is needed as Python strings anyway, to be encoded.
@@ -415,7 +499,7 @@ def _text_rows_of(batch: Any, before: int, contract: Contract,
     are rebuilt from the text), and a null where a path breaks is named as null."""
     ids_field = contract.ids_field
     for row, obj in enumerate(batch.to_pylist()):
-        line = before + row + 1
+        line = before + row + 1 if lines is None else lines[row]
         if contract.where:
             flag = get_path(obj, contract.where)
             if flag is MISSING or not flag:

@@ -32,9 +32,10 @@ class FeatherTable:
         first, end = groups or (0, self.reader.num_record_batches)
         return sum(self.reader.get_batch(i).num_rows for i in range(first, end))
 
-    def batches(self, groups: tuple[int, int] | None, columns: list[str] | None, rows: int
-                ) -> Iterator[Any]:
-        """Batches of at most `rows` rows of `columns` (None: every column)."""
+    def batches(self, groups: tuple[int, int] | None, columns: list[str] | None, rows: int,
+                limit: int | None = None) -> Iterator[Any]:
+        """Batches of at most `rows` rows of `columns` (None: every column). Mapped, not
+        read: a row over `limit` costs nothing until the engine measures it."""
         first, end = groups or (0, self.reader.num_record_batches)
         for i in range(first, end):
             batch = self.reader.get_batch(i)

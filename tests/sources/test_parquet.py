@@ -3,6 +3,7 @@ row-group shards, broken files as findings, and a clear error without pyarrow.""
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -472,3 +473,91 @@ def test_column_types_of_the_same_values_get_the_jsonl_verdict(project: TokProje
                            if line.startswith("pytest.ini::tokaudit::") or "provider=" in line])
     assert [line for line in dataset_lines(parquet) if "coverage" not in line] == \
         [line for line in dataset_lines(jsonl) if "coverage" not in line]
+
+
+# -- a per-record bound (issue #22) -------------------------------------------------------
+
+@pytest.mark.parametrize("suffix, group", [(".parquet", 1), (".parquet", 4), (".arrow", 4)])
+def test_a_row_over_the_record_limit_is_a_finding_at_its_row(project: TokProject, suffix: str,
+                                                              group: int):
+    """tokaudit_max_line_bytes bounds a row as it bounds a JSONL line: a row whose values
+    take more bytes is a `line_length` finding at its row, never checked; the others are."""
+    rows = [good(i) for i in range(1, 9)]
+    rows[2] = rec(3, 600, once=[THINK], last=END, provider="api")  # 600 ids: 4,800 bytes
+    rows[5] = rec(6, 12, 13, once=[THINK], last=END, provider="api")  # a count finding
+    project.ini(**INI, tokaudit_max_line_bytes=1000, tokaudit_count_outliers=0)
+    project.jsonl("data/twin.jsonl", rows)
+    write_any(project.path / f"pq/twin{suffix}", rows, pa.schema([*SCHEMA]), row_group_size=group)
+    jsonl = project.run("-o", "tokaudit_glob=*.jsonl")
+    parquet = project.run(paths=("pq",))
+    for result in (jsonl, parquet):
+        assert_no_crash(result)
+        assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
+    name = f"pq/twin{suffix}"
+    section = failure_section(parquet, name)
+    long = [line for line in section if "line_length" in line]
+    assert len(long) == 1 and long[0].startswith(f"{name}:row 3: line_length: the row holds "), section
+    assert long[0].endswith(" bytes, over the limit of 1,000 bytes (tokaudit_max_line_bytes)")
+    twin = [line.replace(f"{name}:row ", "data/twin.jsonl:").replace(name, "data/twin.jsonl")
+            for line in section if "line_length" not in line]
+    assert twin == [line for line in failure_section(jsonl, "data/twin.jsonl") if "line_length" not in line]
+    assert summary_rows(parquet)[name] == summary_rows(jsonl)["data/twin.jsonl"]
+
+
+BIG_ROW_SCRIPT = '''
+import json, re, sys
+from pathlib import Path
+sys.path.insert(0, sys.argv[2])
+from pytest_tokaudit.engine.passes import audit
+from pytest_tokaudit.model.summary import FileSummary
+from test_reader import CONTRACTS
+
+
+class NoChecks:  # what the pass calls of the hook relay: no check of anyone's
+    def pytest_tokaudit_check_record(self, **kw):
+        return []
+
+    pytest_tokaudit_check_batch = pytest_tokaudit_check_record
+
+
+contract = CONTRACTS["default"].replace(max_line_bytes=8 << 20)
+summary = FileSummary(path="x")
+audit(Path(sys.argv[1]), contract, NoChecks(), summary)
+# This process's own high-water mark (ru_maxrss would count the parent's, from before exec).
+peak = int(re.search(r"VmHWM:\\s+(\\d+) kB", Path("/proc/self/status").read_text())[1]) * 1024
+print(json.dumps([summary.records, summary.checked, [(f.line, f.check) for f in summary.shown], peak]))
+'''
+
+
+HUGE_FILE_SCRIPT = '''
+import sys
+import pyarrow as pa
+import pyarrow.parquet as pq
+n = 40_000_000
+ids = pa.ListArray.from_arrays(pa.array([0, n], pa.int32()), pa.repeat(pa.scalar(7, pa.int64()), n))
+table = pa.table({"sample_id": [1], "completion_tokens": [n], "output_ids": ids})
+small = pa.table({"sample_id": [2], "completion_tokens": [3],
+                  "output_ids": pa.array([[1, 2, 3]], pa.list_(pa.int64()))})
+with pq.ParquetWriter(sys.argv[1], table.schema) as w:
+    for part in (small, table, small):  # a row group each
+        w.write_table(part)
+'''
+
+
+def test_a_huge_row_of_a_tiny_file_is_never_decoded(tmp_path):
+    """A file of a few KB whose one row holds 40M ids (320 MB as int64): found from the
+    footer, not decoded; the old reader decoded and computed on it (about 1 GB)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    path = tmp_path / "huge.parquet"
+    subprocess.run([sys.executable, "-c", HUGE_FILE_SCRIPT, str(path)], check=True, timeout=300)
+    assert path.stat().st_size < 1 << 20
+    tests = Path(__file__).parent.parent
+    proc = subprocess.run([sys.executable, "-c", BIG_ROW_SCRIPT, str(path), str(tests)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    records, checked, shown, peak = json.loads(proc.stdout)
+    assert (records, checked, shown) == (3, 2, [[2, "line_length"]])
+    assert peak < 250 << 20, f"peak RSS {peak / 2**20:.0f} MiB"
