@@ -445,7 +445,11 @@ KEYS: tuple[Key, ...] = (
     Key("tokaudit_max_line_bytes", "max_line_bytes", lambda v: parse_count(v, lo=1), "67108864",
         "a JSONL line longer than this is one finding, read past without being held", "int",
         doc="a JSONL line longer than this many bytes is a finding at its line, read past "
-            "without being held in memory (a corrupt or runaway line cannot exhaust memory)"),
+            "without being held in memory (a corrupt or runaway line cannot exhaust memory); "
+            "a Parquet or Arrow IPC row whose values take more bytes (8 per int64 id, a "
+            "string's bytes; from the list offsets, no value read) is the same `line_length` "
+            "finding at its row, never checked, and a Parquet row group of one such row is "
+            "not even read (the footer's value counts tell)"),
     Key("tokaudit_shard_size", "shard_size", parse_count, "134217728",
         "files larger than this many bytes are audited in shards", "int",
         doc="a file larger than this is audited as several items, so xdist spreads it over "
