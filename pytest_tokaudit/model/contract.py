@@ -110,6 +110,28 @@ def _shown(value: Any) -> str:
     return repr(value.strip()) if isinstance(value, str) else repr(value)
 
 
+# A shard is an item: below this it costs more (collection, a report, an open and a seek in
+# every process) than it spreads. TOKAUDIT_MIN_SHARD_SIZE (bytes) lowers it, for tests that
+# shard files of a few KB.
+MIN_SHARD_SIZE = 1 << 20
+
+
+def parse_shard_size(value: Any) -> int:
+    """tokaudit_shard_size: 0 (never shard), or MIN_SHARD_SIZE bytes or more."""
+    import os
+
+    n = parse_count(value)
+    least = parse_count(os.environ.get("TOKAUDIT_MIN_SHARD_SIZE") or MIN_SHARD_SIZE)
+    if 0 < n < least:
+        raise ContractError(f"{n:,} is below the minimum of {_size(least)}: each shard is an item, "
+                            "and a smaller one costs more than it spreads (0 never shards)")
+    return n
+
+
+def _size(n: int) -> str:
+    return f"{n >> 20:,} MiB" if n % (1 << 20) == 0 else f"{n:,} bytes"
+
+
 def parse_count(value: Any, *, lo: int = 0, hi: int = MAX_COUNT) -> int:
     """A whole number from `lo` to `hi`: 12 or '12'."""
     text = value.strip() if isinstance(value, str) else None
@@ -450,14 +472,16 @@ KEYS: tuple[Key, ...] = (
             "string's bytes; from the list offsets, no value read) is the same `line_length` "
             "finding at its row, never checked, and a Parquet row group of one such row is "
             "not even read (the footer's value counts tell)"),
-    Key("tokaudit_shard_size", "shard_size", parse_count, "134217728",
+    Key("tokaudit_shard_size", "shard_size", parse_shard_size, "134217728",
         "files larger than this many bytes are audited in shards", "int",
         doc="a file larger than this is audited as several items, so xdist spreads it over "
             "workers: an even number of equal byte ranges of an uncompressed JSONL file, none "
             "larger than this (an odd number would leave one of two workers idle at the end); "
             "runs of whole zstd frames or BGZF members of about this many compressed bytes of "
             "a `.zst` or `.gz` file (see Data sources); runs of row groups of about this many "
-            "compressed bytes of a Parquet file. `0` never shards"),
+            "compressed bytes of a Parquet file. `0` never shards; below 1 MiB is a usage "
+            "error (each shard is an item, and a smaller one costs more than it spreads). A "
+            "file becomes at most 1,024 items: past that its shards grow"),
     Key("tokaudit_budget", "budget", parse_optional_count, "",
         "dataset: billed tokens summed over all files must not exceed it", "int?",
         doc="dataset: billed tokens summed over every audited record of every file must not exceed it"),

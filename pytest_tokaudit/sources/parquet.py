@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterator, NamedTuple
 
-from .base import Part, SourceError
+from .base import MAX_SHARDS, Part, SourceError
 from .digest import digest_file
 
 EXTRA = "pip install 'pytest-tokaudit[parquet]'"
@@ -62,6 +62,8 @@ class ArrowSource:
         sizes = self.group_sizes(location)
         if sizes is None:
             return None
+        # Every closed part holds `shard_size` bytes or more: at most MAX_SHARDS parts.
+        shard_size = max(shard_size, -(-sum(b for b, _ in sizes) // (MAX_SHARDS - 1)))
         out: list[Part] = []
         first, nbytes, rows, before = 0, 0, 0, 0
         for g, (group_bytes, group_rows) in enumerate(sizes):
