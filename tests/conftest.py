@@ -148,6 +148,9 @@ def _no_github_annotations(monkeypatch: pytest.MonkeyPatch) -> None:
     # The summary fits its paths to COLUMNS when set (some xdist workers of this suite
     # have COLUMNS=80): runs read whole paths unless a test sets a width itself.
     monkeypatch.delenv("COLUMNS", raising=False)
+    # Shards of a few KB, below tokaudit_shard_size's minimum of 1 MiB: the suite shards
+    # small files to test sharding (tests/sources/test_shard_bounds.py checks the minimum).
+    monkeypatch.setenv("TOKAUDIT_MIN_SHARD_SIZE", "1")
 
 
 @pytest.fixture

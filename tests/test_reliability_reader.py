@@ -395,9 +395,9 @@ def test_long_line_is_one_finding_and_the_next_line_is_audited(tmp_path):
         assert (summary.lines, summary.blank, summary.checked) == (5, 1, 2), suffix
         assert [(f.line, f.check, f.message) for f in summary.shown] == [
             (2, "line_length",
-             f"line 2 is {len(long):,} bytes, over the limit of 1,000 bytes (tokaudit_max_line_bytes)"),
+             f"the line is {len(long):,} bytes, over the limit of 1,000 bytes (tokaudit_max_line_bytes)"),
             (4, "line_length",
-             f"line 4 is {len(long) + 2:,} bytes, over the limit of 1,000 bytes (tokaudit_max_line_bytes)"),
+             f"the line is {len(long) + 2:,} bytes, over the limit of 1,000 bytes (tokaudit_max_line_bytes)"),
         ]
 
 
@@ -452,7 +452,7 @@ def test_long_line_is_read_in_bounded_memory(tmp_path, suffix):
     lines, checked, read_error, shown = json.loads(proc.stdout)
     assert (lines, checked, read_error) == (3, 2, None)
     assert shown == [[2, "line_length",
-                      f"line 2 is {size:,} bytes, over the limit of 8 MiB (tokaudit_max_line_bytes)"]]
+                      f"the line is {size:,} bytes, over the limit of 8 MiB (tokaudit_max_line_bytes)"]]
 
 
 # -- 6. blank lines are counted in bulk ---------------------------------------------------------
@@ -633,8 +633,41 @@ def test_the_line_limit_is_an_ini_key(pytester: pytest.Pytester):
     pytester.path.joinpath("data/x.jsonl").write_text(json.dumps(rec("a")) + "\n" + long + "\n")
     result = pytester.runpytest("--tokaudit", "data", "-p", "no:xdist")
     result.assert_outcomes(failed=1, passed=1)
-    result.stdout.fnmatch_lines([f"data/x.jsonl:2: line_length: line 2 is {len(long):,} bytes, "
+    result.stdout.fnmatch_lines([f"data/x.jsonl:2: line_length: the line is {len(long):,} bytes, "
                                  "over the limit of 1,000 bytes (tokaudit_max_line_bytes)"])
     bad = pytester.runpytest("--tokaudit", "data", "-p", "no:xdist", "-o", "tokaudit_max_line_bytes=0")
     assert bad.ret == pytest.ExitCode.USAGE_ERROR
     bad.stderr.fnmatch_lines(["ERROR: tokaudit_max_line_bytes (-o): 0 is out of range: at least 1"])
+
+
+@pytest.mark.parametrize("suffix", ["", ".zst"])
+def test_a_long_line_in_a_later_shard_is_named_by_the_file_line_alone(pytester: pytest.Pytester,
+                                                                      suffix: str):
+    """The finding's message names no line of its own: in a shard it would be the shard's
+    (`line 3`), under the file's line in the location; the failures file repeats it."""
+    if suffix:
+        pytest.importorskip("zstandard")
+    pytester.makeini("[pytest]\ntokaudit_max_line_bytes = 1000\ntokaudit_shard_size = 2000\n")
+    rows: list = [rec(f"r{i}") for i in range(1, 41)]
+    long = json.dumps(rec("long", 600))
+    rows[30] = long  # line 31, in a later shard
+    data = pytester.path / "data"
+    data.mkdir()
+    if suffix:
+        import zstandard
+
+        frames = [jsonl_bytes(rows[i:i + 5]) for i in range(0, len(rows), 5)]
+        blob = b"".join(zstandard.ZstdCompressor().compress(f) for f in frames)
+    else:
+        blob = jsonl_bytes(rows)
+    (data / f"x.jsonl{suffix}").write_bytes(blob)
+    result = pytester.runpytest("--tokaudit", "data", "-p", "no:xdist", "-rA",
+                                "--tokaudit-failures=failures.jsonl")
+    assert "shard" in result.stdout.str(), result.stdout.str()
+    name = f"data/x.jsonl{suffix}"
+    result.stdout.fnmatch_lines([f"{name}:31: line_length: the line is {len(long):,} bytes, "
+                                 "over the limit of 1,000 bytes (tokaudit_max_line_bytes)"])
+    found = [json.loads(line) for line in pytester.path.joinpath("failures.jsonl").read_text().splitlines()]
+    assert [(f["line"], f["message"]) for f in found if f["check"] == "line_length"] == [
+        (31, f"the line is {len(long):,} bytes, over the limit of 1,000 bytes (tokaudit_max_line_bytes)")]
+    assert not re.search(r"line \d+ is", result.stdout.str())

@@ -103,16 +103,25 @@ def _truthy(value: Any, hook: str) -> bool:
         raise HookError(f"{hook} returned {shown(value)}: {_EXPECTED}") from None
 
 
+def foreign(caller: Any) -> list[Any]:
+    """The implementations of a hook (a pluggy caller) outside this package: a conftest.py's,
+    another plugin's."""
+    out = []
+    for impl in caller.get_hookimpls():
+        plugin = impl.plugin
+        module = plugin.__name__ if isinstance(plugin, types.ModuleType) else type(plugin).__module__
+        if module.split(".")[0] != "pytest_tokaudit":
+            out.append(impl)
+    return out
+
+
 def implemented_by(caller: Any) -> str:
     """Where the implementations of a hook outside this package are (conftest.py files,
     plugins), for an error about one's answer: pluggy drops None answers, so which one
     answered cannot be told."""
     places = []
-    for impl in caller.get_hookimpls():
+    for impl in foreign(caller):
         plugin = impl.plugin
-        module = plugin.__name__ if isinstance(plugin, types.ModuleType) else type(plugin).__module__
-        if module.split(".")[0] == "pytest_tokaudit":
-            continue
         file = getattr(plugin, "__file__", None)
         if file:
             rel = os.path.relpath(file)

@@ -2,7 +2,24 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
+
+# Control characters (C0, DEL, C1) and the Unicode line and paragraph separators.
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+_UNPRINTABLE_BUT_BREAKS = re.compile("[\x00-\x09\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def printable(text: str, breaks: bool = False) -> str:
+    """`text` on one line, without a control character: each is written as Python writes
+    it in a string (`\\n`, `\\x1b`). Every data value that reaches output goes through
+    this (ids are shown by repr already), so data can never start a line of its own (a
+    GitHub workflow command such as `::stop-commands::`) nor move the terminal's cursor.
+
+    `breaks`: keep \\n and \\r, for a writer that escapes them itself (a workflow command's
+    %0A)."""
+    pattern = _UNPRINTABLE_BUT_BREAKS if breaks else _UNPRINTABLE
+    return pattern.sub(lambda m: repr(m.group())[1:-1], text)
 
 
 def size_text(n: int) -> str:

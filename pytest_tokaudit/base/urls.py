@@ -20,15 +20,27 @@ def protocol(url: str) -> str:
 
 
 def display_url(url: str) -> str:
-    """The URL as node ids, findings and reports show it: never a user:password@, and for
-    http(s) no query or fragment (a presigned URL's signature is a credential)."""
+    """The URL as node ids, findings, messages and reports show it: never a user:password@,
+    for http(s) no query or fragment (a presigned URL's signature is a credential), and for
+    other protocols no value of a credential parameter (`sig=`, `X-Amz-Signature=`, ...:
+    `?versionId=` stays)."""
     parts = urlsplit(url)
     netloc = parts.netloc.rpartition("@")[2]
     if protocol(url) in ("http", "https"):
         return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
     if netloc != parts.netloc:
-        return url.replace(parts.netloc, netloc, 1)
-    return url
+        url = url.replace(parts.netloc, netloc, 1)
+    return _SECRET_PARAM.sub(r"\1=***", url) if "?" in url else url
+
+
+# A query parameter whose value is a credential: Azure SAS `sig`, S3 / GCS presigned
+# `X-Amz-Signature`, `X-Amz-Credential`, `X-Amz-Security-Token`, `X-Goog-Signature`, and
+# any name holding signature, credential, token, secret, password or key.
+_SECRET_PARAM = re.compile(
+    r"(?i)(?<=[?&;])((?:[\w.\-]*(?:signature|credential|token|secret|password|key)[\w.\-]*)|sig)"
+    r"=[^&#\s\"'<>]*")
+# user:password@ (or a lone token@) after a scheme, anywhere in a text.
+_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]+://)[^/@\s\"'<>]+@")
 
 
 _SECRET_WORDS = ("secret", "token", "password", "key", "credential", "session")
@@ -61,7 +73,12 @@ def _secrets() -> set[str]:
 
 
 def scrub(text: str) -> str:
-    """`text` with every known credential value replaced by ***."""
+    """`text` with every known credential value replaced by ***, and every URL in it without
+    user:password@ and without the values of credential parameters (see display_url)."""
     for secret in sorted(_secrets(), key=len, reverse=True):
         text = text.replace(secret, "***")
-    return re.sub(r"(?i)(signature|credential|token|key)=[^&\s\"']+", r"\1=***", text)
+    text = _USERINFO.sub(r"\1", text)
+    # A value ends at & or white space, or at a colon before white space ("...: no such file").
+    value = r"=[^&\s\"']+?(?=[&\s\"']|:\s|:?$)"
+    text = re.sub(r"(?i)(signature|credential|token|key|password|secret)" + value, r"\1=***", text)
+    return re.sub(r"(?i)(?<![a-z0-9])(sig)" + value, r"\1=***", text)

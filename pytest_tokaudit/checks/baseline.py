@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ..base.findings import Finding
+from ..base.urls import scrub
 from ..model.report import ReportError, regressions
 from ..model.summary import FileSummary
 from ..sources.reports import load
@@ -17,7 +18,7 @@ class BaselineCheck:
         try:
             report = load(path)
         except ReportError as exc:
-            raise pytest.UsageError(f"--tokaudit-baseline: {exc}") from None
+            raise pytest.UsageError(f"--tokaudit-baseline: {scrub(str(exc))}") from None
         self.path = report.name  # a URL without what would be a credential in it
         self.files = report.metrics
         self.summaries = {s.path: s for s in report.files}  # what the HTML report compares

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from ..base.findings import implemented_by, shown
-from ..base.text import plural
+from ..base.text import plural, printable
 from ..model.contract import Contract, money
 from ..model.outcome import Outcome
 from ..model.summary import BUDGET, IDS, FileSummary, writable
@@ -101,7 +101,9 @@ def evaluate(hook: Any, files: list[FileSummary], index: IdIndex | None, contrac
             where = implemented_by(hook.pytest_tokaudit_check_dataset)
             result = Outcome.failed(f"pytest_tokaudit_check_dataset{f' (in {where})' if where else ''} "
                                     f"returned {shown(result)}: {problem}")
-        result = Outcome(name, result.outcome, result.message, list(result.lines))
+        # One line each, escaped: a check's message may quote data (a provider's name).
+        result = Outcome(name, result.outcome, printable(result.message),
+                         [printable(line) for line in result.lines])
         if partial and result.outcome == "passed":
             result = Outcome(name, "skipped",
                              f"partial run ({result.message} on the part audited): {partial}")

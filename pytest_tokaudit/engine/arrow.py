@@ -1,6 +1,7 @@
 """The Arrow pass: the records of a columnar source (Parquet, Arrow IPC), checked vectorised.
 
-Each record batch is read with pyarrow (only the columns the contract reads) and the
+Each record batch is read with pyarrow (only the columns the contract reads, unless a
+check of the user's may read any field: then every column, see reads_all) and the
 per-record facts the built-in checks need are computed column-wise with pyarrow compute:
 the length of each ids list, its last element, how often each contract token occurs, and
 which rows hold an unusable value. Python looks at a row's values only when the row is
@@ -18,12 +19,13 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any, Iterator
 
 from ..base.fields import _INDEX, MISSING, CountSum, count_paths, get_path
-from ..base.findings import Finding
+from ..base.findings import Finding, foreign
 from ..model.contract import Contract
 from ..model.records import ReadOnlyRecord, Rejected, TextRecord, Unusable, _set
 from ..model.summary import FileSummary
 from ..sources.base import SourceError
-from ..sources.parquet import ParquetUnavailable
+from ..base.text import size_text
+from ..sources.parquet import Oversized, ParquetUnavailable
 from ..sources.parse import (
     I64_MIN,
     U64_MAX,
@@ -35,7 +37,7 @@ from ..sources.parse import (
     sum_terms,
 )
 from .observers import NONE, Observers
-from .plain import BATCH_RECORDS, _check_batch
+from .plain import BATCH, BATCH_RECORDS, RECORD, _check_batch
 
 BATCH_ROWS = 256  # about 0.7M ids of a typical response each: memory stays small
 
@@ -78,7 +80,8 @@ class ArrowRecord(ReadOnlyRecord):
 
     @property
     def data(self) -> dict[str, Any]:
-        """The whole row (the columns the contract reads), as Python values."""
+        """The whole row, as Python values: every column when a check outside this package
+        is registered (see reads_all), as its JSONL twin's object holds every field."""
         return self._batch.slice(self._row, 1).to_pylist()[0]
 
     def occurrences(self, token: int) -> int:
@@ -101,11 +104,23 @@ def _column(batch: Any, field: tuple[str, ...]) -> Any:
     names = batch.schema.names
     if field[0] not in names:
         return MISSING
-    col = batch.column(names.index(field[0]))
+    col = _decoded(batch.column(names.index(field[0])))
     for part in field[1:]:
         col = _step(col, part)
         if col is MISSING:
             return MISSING
+        col = _decoded(col)
+    return col
+
+
+def _decoded(col: Any) -> Any:
+    """A dictionary-encoded column (pandas' `category`) as the plain values it stands for."""
+    import pyarrow as pa
+
+    if pa.types.is_dictionary(col.type):
+        if isinstance(col, pa.ChunkedArray):
+            col = col.combine_chunks()
+        return col.dictionary_decode()
     return col
 
 
@@ -145,8 +160,15 @@ def _field_type(schema: Any, field: tuple[str, ...]) -> Any:
         if index < 0:
             where = ".".join(field[:k]) or "the file"
             return f"no column {'.'.join(field)!r} in {where} (columns: {', '.join(schema.names)})"
-        t = t.field(index).type
+        t = _value_type(t.field(index).type)
     return t
+
+
+def _value_type(t: Any) -> Any:
+    """A dictionary type's values' type: the values a row holds."""
+    import pyarrow as pa
+
+    return t.value_type if pa.types.is_dictionary(t) else t
 
 
 def _is_int_type(t: Any) -> bool:
@@ -188,9 +210,20 @@ def _schema_problem(schema: Any, contract: Contract) -> str | None:
             return f"column {name!r} must be a list of integer token ids, found {t}"
         if role == "count" and not _is_int_type(t):
             return f"column {name!r} must be an integer column, found {t}"
-        if role == "id" and not (_is_int_type(t) or pa.types.is_string(t) or pa.types.is_large_string(t)):
+        if role == "id" and not (_is_int_type(t) or pa.types.is_string(t) or pa.types.is_large_string(t)
+                                 or getattr(pa.types, "is_string_view", bool)(t)):
             return f"column {name!r} must hold strings or integers, found {t}"
     return None
+
+
+def reads_all(hook: Any) -> bool:
+    """Whether a per-record or batch check outside this package is registered for the file:
+    it may read any field of `record.data`, so every column is read (as a JSONL record's
+    object holds every field); the built-in checks read only the contract's columns."""
+    try:
+        return any(foreign(getattr(hook, name)) for name in (RECORD, BATCH))
+    except AttributeError:  # not a pluggy hook relay: who calls cannot be told, read all
+        return True
 
 
 def _top_columns(contract: Contract, schema: Any) -> list[str]:
@@ -243,14 +276,32 @@ def _audit_table(source: Any, table: Any, contract: Contract, hook: Any, summary
         summary.add_finding(Finding("schema", problem))
         return
     tokens = tuple(dict.fromkeys(contract.require_once_ids + contract.forbid_ids))
+    limit = contract.max_line_bytes
     line = 0
     try:
         rows_of = _text_rows_of if contract.text_template is not None else _rows_of
-        for batch in table.batches(groups, _top_columns(contract, table.schema), BATCH_ROWS):
+        columns = None if reads_all(hook) else _top_columns(contract, table.schema)
+        for batch in table.batches(groups, columns, BATCH_ROWS, limit):
             records: list[Any] = []
             pending: list[Finding] = []
             unusable: list[Unusable] = []
-            for item in rows_of(batch, line, contract, tokens):
+            # The record limit, as a JSONL line's: a row over it is a finding, never checked.
+            lines = None  # the rows' numbers, when some are taken out
+            if isinstance(batch, Oversized):  # known from the footer: not even read
+                n_rows, over, batch = batch.rows, [(0, batch.nbytes)], None
+            else:
+                n_rows, sizes = batch.num_rows, _row_bytes(batch)
+                over = [(r, n) for r, n in enumerate(sizes) if n > limit]
+                if over:
+                    kept = [r for r, n in enumerate(sizes) if n <= limit]
+                    lines = [line + r + 1 for r in kept]
+                    batch = batch.take(kept)
+            for r, nbytes in over:
+                summary.records += 1
+                summary.audited += 1
+                pending.append(Finding("line_length", too_big(nbytes, limit), line + r + 1))
+                unusable.append(Unusable(line + r + 1, None, None))
+            for item in rows_of(batch, line, contract, tokens, lines) if batch is not None else ():
                 summary.records += 1
                 if item is None:
                     summary.skipped += 1
@@ -269,7 +320,7 @@ def _audit_table(source: Any, table: Any, contract: Contract, hook: Any, summary
                 if len(records) + len(unusable) >= BATCH_RECORDS:
                     _check_batch(records, pending, unusable, contract, hook, summary, observers.sink)
                     records, pending, unusable = [], [], []
-            line += batch.num_rows
+            line += n_rows
             summary.lines = line
             _check_batch(records, pending, unusable, contract, hook, summary, observers.sink)
             if observers.meter is not None:  # rows only: no byte position through pyarrow
@@ -282,14 +333,80 @@ def _audit_table(source: Any, table: Any, contract: Contract, hook: Any, summary
         summary.add_finding(Finding("read", summary.read_error))
 
 
+def too_big(nbytes: int, limit: int) -> str:
+    """A row over the record limit, worded as a JSONL line over it (no row number of its
+    own: the finding's location gives the file's)."""
+    return (f"the row holds {nbytes:,} bytes, over the limit of {size_text(limit)} "
+            "(tokaudit_max_line_bytes)")
+
+
+def _row_bytes(batch: Any) -> list[int]:
+    """The bytes each row's values take in the batch (Arrow's buffers: 8 per int64, a
+    string's bytes), from list offsets and lengths: no value is read or copied."""
+    total: Any = 0
+    for col in batch.columns:
+        total = _add(total, _sizes(col))
+    return [total] * batch.num_rows if isinstance(total, int) else total.to_pylist()
+
+
+def _add(a: Any, b: Any) -> Any:
+    import pyarrow.compute as pc
+
+    return a + b if isinstance(a, int) and isinstance(b, int) else pc.add(a, b)
+
+
+def _sizes(arr: Any) -> Any:
+    """Bytes per element of `arr`: an int when every element takes the same, else an int64
+    array."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    t = arr.type
+    if pa.types.is_dictionary(t):
+        return t.index_type.bit_width // 8  # the values are the dictionary's, shared
+    if pa.types.is_struct(t):
+        total: Any = 0
+        for child in arr.flatten():
+            total = _add(total, _sizes(child))
+        return total
+    if _is_list(t) or pa.types.is_fixed_size_list(t):
+        lengths = pc.fill_null(pc.list_value_length(arr), 0).cast(pa.int64())
+        width = _fixed(t.value_type)
+        if width is not None:  # ids: length x 8, without touching the values
+            return pc.multiply(lengths, width)
+        child = _sizes(pc.list_flatten(arr))
+        if isinstance(child, int):
+            return pc.multiply(lengths, child)
+        ends = pc.cumulative_sum(lengths)
+        sums = pa.concat_arrays([pa.array([0], pa.int64()), pc.cumulative_sum(child.cast(pa.int64()))])
+        return pc.subtract(pc.take(sums, ends), pc.take(sums, pc.subtract(ends, lengths)))
+    if (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t)
+            or pa.types.is_large_binary(t)):
+        return pc.fill_null(pc.binary_length(arr), 0).cast(pa.int64())
+    width = _fixed(t)
+    return width if width is not None else 0
+
+
+def _fixed(t: Any) -> int | None:
+    """Bytes per value of a fixed-width type (int64: 8), or None."""
+    try:
+        bits = t.bit_width
+    except ValueError:  # not fixed width
+        return None
+    return max(bits // 8, 1)
+
+
 def _short(exc: Exception) -> str:
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0] if text else ''}"
 
 
-def _rows_of(batch: Any, before: int, contract: Contract,
-             tokens: tuple[int, ...]) -> Iterator[ArrowRecord | Rejected | None]:
-    """Each row of a batch: an ArrowRecord, a Rejected with its findings, or None (skipped)."""
+def _rows_of(batch: Any, before: int, contract: Contract, tokens: tuple[int, ...],
+             lines: list[int] | None = None) -> Iterator[ArrowRecord | Rejected | None]:
+    """Each row of a batch: an ArrowRecord, a Rejected with its findings, or None (skipped).
+    Rows are numbered from `before` + 1, or by `lines` (rows taken out of a batch)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -300,8 +417,12 @@ def _rows_of(batch: Any, before: int, contract: Contract,
     lengths = pc.list_value_length(ids_col)
     flat = pc.list_flatten(ids_col)
     parents = pc.list_parent_indices(ids_col)
-    # Rows with an element no token id can be: null or negative.
-    bad_elem = pc.or_(pc.is_null(flat), pc.less(pc.fill_null(flat, 0), 0))
+    # Rows with an element no token id can be: null or negative. Scalars take the column's
+    # type: a plain 0 would be int64, and pyarrow would cast uint64 ids past 2**63 to it.
+    bad_elem = pc.is_null(flat)
+    if pa.types.is_signed_integer(flat.type):
+        zero = pa.scalar(0, flat.type)
+        bad_elem = pc.or_(bad_elem, pc.less(pc.fill_null(flat, zero), zero))
     bad_rows = set(pc.take(parents, pc.indices_nonzero(bad_elem)).to_pylist())
     bad_rows.update(pc.indices_nonzero(pc.is_null(lengths)).to_pylist())
     # The last element of each non-empty list: at the end of its run in the flat values.
@@ -310,8 +431,7 @@ def _rows_of(batch: Any, before: int, contract: Contract,
     nonempty = pc.greater(filled, 0)
     last_at = pc.if_else(nonempty, pc.subtract(ends, 1), None)
     lasts = pc.take(flat, last_at).to_pylist()
-    hits = {t: Counter(pc.take(parents, pc.indices_nonzero(pc.equal(flat, t))).to_pylist())
-            for t in tokens}
+    hits = {t: _hits(flat, parents, t) for t in tokens}
     id_vals = _values(batch, contract.id_field) if contract.id_field else [None] * n
     count_field = contract.count_field
     if isinstance(count_field, CountSum):
@@ -325,7 +445,7 @@ def _rows_of(batch: Any, before: int, contract: Contract,
     id_name = ".".join(contract.id_field)
     ids_name = ".".join(contract.ids_field)
     for row in range(n):
-        line = before + row + 1
+        line = before + row + 1 if lines is None else lines[row]
         if flags is not None and not flags[row]:
             yield None
             continue
@@ -351,14 +471,26 @@ def _rows_of(batch: Any, before: int, contract: Contract,
         yield ArrowRecord(line, rid, count, n_ids[row], lasts[row], hits, ids_col, batch, row)
 
 
+def _hits(flat: Any, parents: Any, token: int) -> Counter[int]:
+    """row -> how often `token` occurs in its ids; none when the ids' type cannot hold it."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    try:
+        scalar = pa.scalar(token, flat.type)
+    except (pa.ArrowInvalid, OverflowError):  # past a uint32 column, say: no row holds it
+        return Counter()
+    return Counter(pc.take(parents, pc.indices_nonzero(pc.equal(flat, scalar))).to_pylist())
+
+
 def _sum(terms: list[tuple[Any, list[Any]]], row: int, problems: list[str], formula: str) -> int | None:
     """A billing sum for one row, as the JSONL reader's (an optional addend that is null, or
     whose column is absent, counts 0)."""
     return sum_terms(((term, values[row]) for term, values in terms), formula, problems)
 
 
-def _text_rows_of(batch: Any, before: int, contract: Contract,
-                  tokens: tuple[int, ...]) -> Iterator[TextRecord | Rejected | None]:
+def _text_rows_of(batch: Any, before: int, contract: Contract, tokens: tuple[int, ...],
+                  lines: list[int] | None = None) -> Iterator[TextRecord | Rejected | None]:
     """Rows read with a text template: each row as the Python object its JSONL twin holds
     (the columns read), judged by the JSONL reader's own functions, so the findings are
     the same. The text is needed as Python strings anyway, to be encoded.
@@ -367,7 +499,7 @@ def _text_rows_of(batch: Any, before: int, contract: Contract,
     are rebuilt from the text), and a null where a path breaks is named as null."""
     ids_field = contract.ids_field
     for row, obj in enumerate(batch.to_pylist()):
-        line = before + row + 1
+        line = before + row + 1 if lines is None else lines[row]
         if contract.where:
             flag = get_path(obj, contract.where)
             if flag is MISSING or not flag:

@@ -7,7 +7,7 @@ from typing import Any
 
 from ..base.findings import Finding
 from ..base.formats import location
-from ..base.text import record_label
+from ..base.text import printable, record_label
 from ..model.contract import Contract
 from ..model.summary import FileSummary
 
@@ -29,7 +29,9 @@ CHECK_KEYS = {
 
 def finding_line(path: str, f: Finding, contract: Contract, offset: int = 0, note: str = "") -> str:
     where = location(path, f.line + offset) if f.line is not None else path
-    return f"{where}: {record_label(contract.id_field, f.record_id)}{f.check}: {f.message}{note}"
+    # Data values reach messages (a user's check quoting a field): one line, escaped.
+    return printable(f"{where}: {record_label(contract.id_field, f.record_id)}{f.check}: "
+                     f"{f.message}{note}")
 
 
 OUTLIER_NOTES = {True: " (allowed outlier)", False: "",
@@ -49,7 +51,7 @@ def verdict(summary: FileSummary, contract: Contract) -> str:
             f"{bad_records:,} of {summary.audited:,} audited records{where} break the contract"
         )
     parts += [f.message for f in summary.file_findings]
-    return "; ".join(parts) or "the file breaks the contract"
+    return printable("; ".join(parts)) or "the file breaks the contract"
 
 
 def failure_lines(

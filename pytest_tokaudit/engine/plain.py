@@ -52,7 +52,9 @@ class PlainPass:
             summary.audited += 1
             self.pending.append(Finding(
                 "line_length",
-                f"line {line} is {body:,} bytes, over the limit of {size_text(self.limit)} "
+                # No line number of its own: in a shard it would be the shard's, under the
+                # file's line in the finding's location.
+                f"the line is {body:,} bytes, over the limit of {size_text(self.limit)} "
                 "(tokaudit_max_line_bytes)",
                 line,
             ))

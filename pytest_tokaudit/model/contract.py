@@ -26,6 +26,7 @@ from ..base.fields import (
     parse_template,
 )
 from ..base.formats import default_glob
+from ..base.urls import display_url, is_url
 from ..tokenizers.hf import load_tokenizer, resolve_tokens
 
 # Bounds: counts travel as JSON through orjson (64-bit integers at most), and a bad-record
@@ -107,6 +108,28 @@ def _is_number(value: Any) -> bool:
 
 def _shown(value: Any) -> str:
     return repr(value.strip()) if isinstance(value, str) else repr(value)
+
+
+# A shard is an item: below this it costs more (collection, a report, an open and a seek in
+# every process) than it spreads. TOKAUDIT_MIN_SHARD_SIZE (bytes) lowers it, for tests that
+# shard files of a few KB.
+MIN_SHARD_SIZE = 1 << 20
+
+
+def parse_shard_size(value: Any) -> int:
+    """tokaudit_shard_size: 0 (never shard), or MIN_SHARD_SIZE bytes or more."""
+    import os
+
+    n = parse_count(value)
+    least = parse_count(os.environ.get("TOKAUDIT_MIN_SHARD_SIZE") or MIN_SHARD_SIZE)
+    if 0 < n < least:
+        raise ContractError(f"{n:,} is below the minimum of {_size(least)}: each shard is an item, "
+                            "and a smaller one costs more than it spreads (0 never shards)")
+    return n
+
+
+def _size(n: int) -> str:
+    return f"{n >> 20:,} MiB" if n % (1 << 20) == 0 else f"{n:,} bytes"
 
 
 def parse_count(value: Any, *, lo: int = 0, hi: int = MAX_COUNT) -> int:
@@ -444,15 +467,21 @@ KEYS: tuple[Key, ...] = (
     Key("tokaudit_max_line_bytes", "max_line_bytes", lambda v: parse_count(v, lo=1), "67108864",
         "a JSONL line longer than this is one finding, read past without being held", "int",
         doc="a JSONL line longer than this many bytes is a finding at its line, read past "
-            "without being held in memory (a corrupt or runaway line cannot exhaust memory)"),
-    Key("tokaudit_shard_size", "shard_size", parse_count, "134217728",
+            "without being held in memory (a corrupt or runaway line cannot exhaust memory); "
+            "a Parquet or Arrow IPC row whose values take more bytes (8 per int64 id, a "
+            "string's bytes; from the list offsets, no value read) is the same `line_length` "
+            "finding at its row, never checked, and a Parquet row group of one such row is "
+            "not even read (the footer's value counts tell)"),
+    Key("tokaudit_shard_size", "shard_size", parse_shard_size, "134217728",
         "files larger than this many bytes are audited in shards", "int",
         doc="a file larger than this is audited as several items, so xdist spreads it over "
             "workers: an even number of equal byte ranges of an uncompressed JSONL file, none "
             "larger than this (an odd number would leave one of two workers idle at the end); "
             "runs of whole zstd frames or BGZF members of about this many compressed bytes of "
             "a `.zst` or `.gz` file (see Data sources); runs of row groups of about this many "
-            "compressed bytes of a Parquet file. `0` never shards"),
+            "compressed bytes of a Parquet file. `0` never shards; below 1 MiB is a usage "
+            "error (each shard is an item, and a smaller one costs more than it spreads). A "
+            "file becomes at most 1,024 items: past that its shards grow"),
     Key("tokaudit_budget", "budget", parse_optional_count, "",
         "dataset: billed tokens summed over all files must not exceed it", "int?",
         doc="dataset: billed tokens summed over every audited record of every file must not exceed it"),
@@ -654,12 +683,12 @@ class Contract:
         for attr in attrs:
             key = KEYS_BY_ATTR[attr].name
             text, origin = self.sources.get(key, (KEYS_BY_ATTR[attr].default, "default"))
-            by_origin.setdefault(origin, []).append(f"{key} = {text}")
+            by_origin.setdefault(origin, []).append(f"{key} = {_safe(text)}")
         return "; ".join(f"{o} [{', '.join(v)}]" for o, v in by_origin.items())
 
     def to_json(self) -> dict[str, str]:
-        """Every key as it would be written in pytest.ini (paths made absolute), but
-        tokaudit_cache_dir."""
+        """Every key as it would be written in pytest.ini (paths made absolute, URLs without
+        credentials: see base.urls.display_url), but tokaudit_cache_dir."""
         out = {}
         for key in KEYS:
             if key.attr == "cache_dir":  # where this run cached, not a rule of the data
@@ -667,7 +696,7 @@ class Contract:
             text = self.sources.get(key.name, (key.default, "default"))[0]
             if key.attr in PATH_ATTRS:
                 text = getattr(self, key.attr)
-            out[key.name] = text
+            out[key.name] = _safe(text)
         return out
 
     @classmethod
@@ -690,6 +719,11 @@ class Contract:
 
 
 PATH_ATTRS = ("tokenizer", "expected_ids", "cache_dir")
+
+
+def _safe(text: Any) -> Any:
+    """A value as shown or stored: a URL without what would be a credential in it."""
+    return display_url(text) if is_url(text) else text
 
 
 DATASET_ATTRS = ("budget", "price_per_mtok", "unique_ids", "unique_text", "expected_ids")

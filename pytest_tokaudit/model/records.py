@@ -53,7 +53,8 @@ class AuditedRecord(Protocol):
 
     @property
     def data(self) -> dict[str, Any]:
-        """The whole JSON object (JSONL); the columns the contract reads (Parquet)."""
+        """The whole JSON object (JSONL); the whole row (Parquet, Arrow IPC: every column
+        is read when a check outside this package is registered for the file)."""
 
     def occurrences(self, token: int) -> int:
         """How often `token` occurs in its ids."""

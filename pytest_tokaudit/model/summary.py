@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 import orjson
 
 from ..base.findings import Finding, HookError
+from ..base.text import printable
 from .figures import (
     DIFF_EDGES,
     LENGTH_EDGES,
@@ -468,4 +469,4 @@ def totals(values: list[Any]) -> dict[tuple[str, ...], list[int]]:
 
 
 def label(fields: tuple[str, ...], key: tuple[str, ...]) -> str:
-    return ", ".join(f"{f}={v}" for f, v in zip(fields, key))
+    return printable(", ".join(f"{f}={v}" for f, v in zip(fields, key)))

@@ -19,7 +19,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from ..base.text import record_label
+from ..base.text import printable, record_label
 from ..engine.failure import entries
 from ..model.result import MARKER, RESULT
 from ..model.summary import FileSummary
@@ -77,7 +77,8 @@ def workflow_commands(config: pytest.Config, files: list[FileSummary], outcomes:
         listed, more = entries(s)
         at_records = [e for e in listed if e.line is not None]
         for e in at_records:
-            message = f"{record_label(id_field, e.record_id)}{e.message}"
+            # Line breaks become %0A (escape_data): one annotation, never a command of its own.
+            message = printable(f"{record_label(id_field, e.record_id)}{e.message}", breaks=True)
             line = e.line
             if parquet:  # a binary file: the row goes in the message
                 message, line = f"row {line}: {message}", None
@@ -91,7 +92,8 @@ def workflow_commands(config: pytest.Config, files: list[FileSummary], outcomes:
                 path, None if parquet else 1, "tokaudit",
             )
         for e in listed[len(at_records):]:  # file-level verdicts: at the file
-            yield command(e.level, e.message, path, None if parquet else 1, f"tokaudit {e.check}")
+            yield command(e.level, printable(e.message, breaks=True), path, None if parquet else 1,
+                          f"tokaudit {e.check}")
     for o in outcomes:
         if o.outcome != "failed":
             continue

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from ..base.text import record_label
+from ..base.text import printable, record_label
 from ..engine.failure import entries
 from ..model.contract import money
 from ..model.result import RESULT
@@ -32,12 +32,12 @@ ICON = {"passed": "✅", "failed": "❌", "skipped": "⏭️"}
 def cell(text: Any) -> str:
     """Text in a table cell or a list item: no HTML, no cell break, one line."""
     text = html.escape(str(text), quote=False).replace("|", "&#124;")
-    return text.replace("\r\n", "<br>").replace("\n", "<br>").replace("\r", "<br>")
+    return printable(text.replace("\r\n", "<br>").replace("\n", "<br>").replace("\r", "<br>"))
 
 
 def code(text: str) -> str:
     """A path or node id as a code span in a table cell."""
-    return "`" + str(text).replace("`", "'").replace("|", "\\|") + "`"
+    return "`" + printable(str(text)).replace("`", "'").replace("|", "\\|") + "`"
 
 
 def target(config: pytest.Config) -> Path | None:

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from ..base.formats import location
-from ..base.text import columns
+from ..base.text import columns, printable
 from ..engine.failure import finding_line
 from ..model.contract import Contract, money
 from ..model.result import RESULT
@@ -161,7 +161,7 @@ def summary_table(
 
 def _row(s: FileSummary, with_rt: bool) -> list[str]:
     row = [
-        s.path, f"{s.records:,}", f"{s.audited:,}", f"{s.skipped:,}",
+        printable(s.path), f"{s.records:,}", f"{s.audited:,}", f"{s.skipped:,}",
         f"{s.mean_billed:,.1f}", f"{s.mean_counted:,.1f}",
         f"{s.mean_absdiff:.2f} ({s.mean_ratio:.2%})", f"{s.max_absdiff:,}", f"{s.findings:,}",
     ]
@@ -179,7 +179,7 @@ def allowed_outliers(summaries: list[FileSummary], contract: Contract) -> list[s
         if s.complete and s.allowable and not s.failed:
             out += [finding_line(s.path, f, contract) for f in s.shown_allowable]
             if s.allowable > len(s.shown_allowable):
-                out.append(f"... and {s.allowable - len(s.shown_allowable):,} more in {s.path}")
+                out.append(f"... and {s.allowable - len(s.shown_allowable):,} more in {printable(s.path)}")
     return out
 
 
@@ -220,7 +220,7 @@ def worst_table(summaries: list[FileSummary], contract: Contract,
     found = outside + inside[:WORST]
     if not found:
         return []
-    rows = [[location(path, line), "" if rid is None else repr(rid),
+    rows = [[printable(location(path, line)), "" if rid is None else repr(rid),
              f"{billed:,}", f"{counted:,}", f"{counted - billed:+,}"]
             for diff, path, line, rid, billed, counted in found]
     id_name = ".".join(contract.id_field) or "id"
@@ -262,11 +262,12 @@ class TerminalSummary:
         if result.outcomes:
             tr.write_line("")
         for outcome in result.outcomes:
-            tr.write_line(f"{result.anchor}::{outcome.name}: {outcome.outcome}: {outcome.message}",
+            tr.write_line(f"{result.anchor}::{outcome.name}: {outcome.outcome}: "
+                          f"{printable(outcome.message)}",
                           **OUTCOME_MARKUP.get(outcome.outcome, {}))
         for kind, paths in (result.baseline or {}).items():
             if paths:
-                tr.write_line(f"{kind} since the baseline: {', '.join(paths)}")
+                tr.write_line(f"{kind} since the baseline: {printable(', '.join(paths))}")
 
 
 def add_options(parser: pytest.Parser, group: pytest.OptionGroup) -> None:

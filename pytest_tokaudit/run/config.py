@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from ..base.urls import display_url
+from ..base.urls import display_url, is_url, scrub
 from ..engine.template import check_literals
 from ..model.contract import (
     KEYS,
@@ -65,9 +65,11 @@ def contract_from_config(config: pytest.Config) -> Contract:
                 value = str(_relative_to(config, value, origin))
                 _check_path(key, Path(value))
         except ContractError as exc:
-            raise pytest.UsageError(f"{key.name} ({origin}): {exc}") from None
+            raise pytest.UsageError(scrub(f"{key.name} ({origin}): {exc}")) from None
         values[key.attr] = value
         text = _source_text(key, raw, value)
+        if is_url(text):  # as shown in failure text and stored in reports: no credential
+            text = display_url(text)
         sources[key.name] = (text, origin)
     try:
         contract = Contract(**values, sources=sources)
@@ -77,7 +79,7 @@ def contract_from_config(config: pytest.Config) -> Contract:
             check_literals(contract.text_template, contract.tokenizer_object())
         return contract.resolve_tokens()
     except ValueError as exc:  # ContractError, or TokenizerError from loading
-        raise pytest.UsageError(str(exc)) from None
+        raise pytest.UsageError(scrub(str(exc))) from None
 
 
 def _check_path(key: Key, path: Path) -> None:

@@ -28,6 +28,7 @@ import pytest
 
 from ..base.findings import Finding
 from ..base.formats import source_of
+from ..base.text import printable
 from ..checks.dataset import check_names
 from ..engine.failure import failure_lines
 from ..engine.observers import METER, SINK, Observers
@@ -54,13 +55,14 @@ class TokauditWarning(pytest.PytestWarning):
 
 
 def display_path(path: Path, root: Path) -> str:
-    """`path` relative to the rootdir, printable and JSON-safe whatever its bytes."""
+    """`path` relative to the rootdir, printable and JSON-safe whatever its bytes: a name
+    that is not UTF-8 or holds a control character (a newline...) is escaped."""
     try:
         text = os.path.relpath(path, root)
     except ValueError:  # another drive on Windows
         text = str(path)
     # A file name that is not valid UTF-8 arrives with surrogates; JSON cannot carry them.
-    return os.fsencode(text).decode("utf-8", "backslashreplace")
+    return printable(os.fsencode(text).decode("utf-8", "backslashreplace"))
 
 
 def dataset_anchor(config: pytest.Config) -> str:

@@ -33,14 +33,20 @@ class LfsPointer(ReadError):
 
 
 
+# Items one file may become, whatever the shard size: past it, shards grow (a 1 TB file at
+# 128 MiB would be 8,192 items; it is 1,024 of 1 GiB).
+MAX_SHARDS = 1024
+
+
 def shard_count(size: int, shard_size: int) -> int:
     """How many equal byte ranges a JSONL file of `size` bytes is audited as (size > shard_size).
 
-    None over the size, and an even number: with an odd number two workers (-n 2) finish a
-    shard apart, and one idles through the last (a third of the run for 3 shards). Not from
-    -n: node ids and cache keys must not change with it (--lf under another -n).
+    None over the size (up to MAX_SHARDS), and an even number: with an odd number two
+    workers (-n 2) finish a shard apart, and one idles through the last (a third of the run
+    for 3 shards). Not from -n: node ids and cache keys must not change with it (--lf under
+    another -n).
     """
-    n = math.ceil(size / shard_size)
+    n = min(math.ceil(size / shard_size), MAX_SHARDS)
     return n + n % 2
 
 

@@ -32,10 +32,15 @@ class FeatherTable:
         first, end = groups or (0, self.reader.num_record_batches)
         return sum(self.reader.get_batch(i).num_rows for i in range(first, end))
 
-    def batches(self, groups: tuple[int, int] | None, columns: list[str], rows: int) -> Iterator[Any]:
+    def batches(self, groups: tuple[int, int] | None, columns: list[str] | None, rows: int,
+                limit: int | None = None) -> Iterator[Any]:
+        """Batches of at most `rows` rows of `columns` (None: every column). Mapped, not
+        read: a row over `limit` costs nothing until the engine measures it."""
         first, end = groups or (0, self.reader.num_record_batches)
         for i in range(first, end):
-            batch = self.reader.get_batch(i).select(columns)
+            batch = self.reader.get_batch(i)
+            if columns is not None:
+                batch = batch.select(columns)
             for at in range(0, batch.num_rows, rows):  # bounded batches, as Parquet's
                 yield batch.slice(at, rows)
 

@@ -38,11 +38,25 @@ BGZF_HEAD = b"\x1f\x8b\x08"  # gzip magic, deflate; FLG must have FEXTRA
 Reader = Callable[[int, int], bytes]
 
 
+# A walk reads a header or two per frame, in every process that collects the file. Past
+# MAX_FRAMES it goes on only while the frames average MIN_FRAME_BYTES or more: a file of
+# millions of empty frames (a few bytes each) is not split, after a bounded walk, and its
+# one item reads it; pzstd's frames (MiB) and BGZF members (tens of KB) are far larger.
+MAX_FRAMES = 4096
+MIN_FRAME_BYTES = 4096
+
+
+def _too_many(frames: int, size: int) -> bool:
+    return frames > MAX_FRAMES + size // MIN_FRAME_BYTES
+
+
 def _zstd_bounds(read_at: Reader, size: int) -> list[int] | None:
     """Where each frame starts, then `size`; None if the headers do not add up."""
     bounds, pos = [], 0
     while pos < size:
         bounds.append(pos)
+        if _too_many(len(bounds), size):
+            return None
         head = read_at(pos, 18)  # magic, descriptor, window, dictionary id, content size
         if len(head) < 5:
             return None
@@ -81,6 +95,8 @@ def _bgzf_bounds(read_at: Reader, size: int) -> list[int] | None:
     bounds, pos = [], 0
     while pos < size:
         bounds.append(pos)
+        if _too_many(len(bounds), size):
+            return None
         head = read_at(pos, 12)
         if len(head) < 12 or head[:3] != BGZF_HEAD or not head[3] & 0x04:
             return None

@@ -7,9 +7,9 @@ rows before each; the engine's Arrow pass (engine/arrow.py) reads the batches.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, NamedTuple
 
-from .base import Part, SourceError
+from .base import MAX_SHARDS, Part, SourceError
 from .digest import digest_file
 
 EXTRA = "pip install 'pytest-tokaudit[parquet]'"
@@ -62,6 +62,8 @@ class ArrowSource:
         sizes = self.group_sizes(location)
         if sizes is None:
             return None
+        # Every closed part holds `shard_size` bytes or more: at most MAX_SHARDS parts.
+        shard_size = max(shard_size, -(-sum(b for b, _ in sizes) // (MAX_SHARDS - 1)))
         out: list[Part] = []
         first, nbytes, rows, before = 0, 0, 0, 0
         for g, (group_bytes, group_rows) in enumerate(sizes):
@@ -87,6 +89,19 @@ class ArrowSource:
         return None  # progress in rows: no byte position through pyarrow
 
 
+class Oversized(NamedTuple):
+    """In place of a batch: a row group of one row whose values alone take more bytes than
+    the record limit, by the footer's counts; it is not read (a few KB of a repeated value
+    can stand for gigabytes)."""
+
+    rows: int
+    nbytes: int
+
+
+# Bytes per value of the Parquet physical types, decoded (byte arrays: their data plus an offset).
+_WIDTH = {"BOOLEAN": 1, "INT32": 4, "FLOAT": 4, "INT64": 8, "DOUBLE": 8, "INT96": 12}
+
+
 class ParquetTable:
     def __init__(self, pq: Any, source: Any):
         self.source = source
@@ -102,9 +117,34 @@ class ParquetTable:
         meta = self.file.metadata
         return sum(meta.row_group(g).num_rows for g in range(*(groups or (0, meta.num_row_groups))))
 
-    def batches(self, groups: tuple[int, int] | None, columns: list[str], rows: int) -> Iterator[Any]:
-        return self.file.iter_batches(batch_size=rows, row_groups=list(range(*groups)) if groups else None,
-                                      columns=columns, use_threads=False)
+    def batches(self, groups: tuple[int, int] | None, columns: list[str] | None, rows: int,
+                limit: int | None = None) -> Iterator[Any]:
+        """Batches of at most `rows` rows of `columns` (None: every column), group by group;
+        an Oversized in place of a one-row group over `limit` bytes."""
+        meta = self.file.metadata
+        for g in range(*(groups or (0, meta.num_row_groups))):
+            group = meta.row_group(g)
+            if limit is not None and group.num_rows == 1:
+                nbytes = self.decoded_bytes(group, columns)
+                if nbytes > limit:
+                    yield Oversized(1, nbytes)
+                    continue
+            yield from self.file.iter_batches(batch_size=rows, row_groups=[g], columns=columns,
+                                              use_threads=False)
+
+    @staticmethod
+    def decoded_bytes(group: Any, columns: list[str] | None) -> int:
+        """About how many bytes the values of `columns` of a row group take decoded, from
+        the footer's value counts (never less: a byte array counts at least its offsets)."""
+        total = 0
+        for c in range(group.num_columns):
+            chunk = group.column(c)
+            if columns is not None and chunk.path_in_schema.split(".")[0] not in columns:
+                continue
+            width = _WIDTH.get(chunk.physical_type)
+            total += (chunk.num_values * width if width is not None
+                      else chunk.num_values * 4 + chunk.total_uncompressed_size)
+        return total
 
     def close(self) -> None:
         _close(self.source)
@@ -141,4 +181,4 @@ class ParquetSource(ArrowSource):
 
 
 SOURCE = ParquetSource()
-__all__ = ["SOURCE", "ArrowSource", "ParquetUnavailable", "SourceError"]
+__all__ = ["SOURCE", "ArrowSource", "Oversized", "ParquetUnavailable", "SourceError"]

@@ -3,6 +3,7 @@ row-group shards, broken files as findings, and a clear error without pyarrow.""
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -335,3 +336,228 @@ def test_stored_ids_with_a_sum_groups_finish_reasons_and_unique_text(project: To
     out = [line for line in parquet.stdout.lines if any(p in line for p in pick)]
     assert normalised(out) == [line for line in jsonl.stdout.lines if any(p in line for p in pick)]
     assert "sample_id 5, 99: the same completion: pq/twin.parquet:row 5, pq/twin.parquet:row 21" in out
+
+
+# -- what hooks see, and column types a JSONL twin cannot tell apart (issue #22) ----------
+
+FINISH_HOOKS = {
+    # The README's own example: a field the contract does not read.
+    "record": '''
+from pytest_tokaudit import Finding
+
+def pytest_tokaudit_check_record(record):
+    if record.data.get("finish_reason") == "length":
+        return Finding("finish_reason", "response cut off by the API (finish_reason=length)")
+''',
+    "batch": '''
+def pytest_tokaudit_check_batch(records):
+    return [r.finding("meta", f"from {r.data['meta']['source']}") for r in records
+            if r.data["meta"]["source"] != "api"]
+''',
+    "keys": '''
+def pytest_tokaudit_check_record(record):
+    return record.id == 3 and ", ".join(sorted(record.data))
+''',
+}
+
+
+def hook_rows() -> list[dict]:
+    rows = [good(i, finish_reason="stop", meta={"source": "api"}) for i in range(1, 9)]
+    rows[2]["finish_reason"] = "length"
+    rows[5]["meta"] = {"source": "scraped"}
+    return rows
+
+
+def write_any(path, rows: list[dict], schema=None, **kw) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    table = pa.Table.from_pylist(rows, schema=schema)
+    if path.suffix == ".parquet":
+        pq.write_table(table, path, **kw)
+    else:
+        import pyarrow.feather as feather
+
+        feather.write_feather(table, path, compression="uncompressed")
+
+
+@pytest.mark.parametrize("suffix", [".parquet", ".arrow"])
+@pytest.mark.parametrize("hook", list(FINISH_HOOKS))
+def test_a_hook_sees_every_field_of_a_row_as_of_its_jsonl_twin(project: TokProject, hook: str,
+                                                                 suffix: str):
+    project.ini(**INI, tokaudit_count_outliers=0)
+    project.write("conftest.py", FINISH_HOOKS[hook])
+    rows = hook_rows()
+    project.jsonl("data/twin.jsonl", rows)
+    write_any(project.path / f"pq/twin{suffix}", rows, row_group_size=3)
+    jsonl = project.run("-o", "tokaudit_glob=*.jsonl")
+    parquet = project.run(paths=("pq",))
+    for result in (jsonl, parquet):
+        assert_no_crash(result)
+        assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
+    name = f"pq/twin{suffix}"
+    section = failure_section(parquet, name)
+    assert [line.replace(f"{name}:row ", "data/twin.jsonl:").replace(name, "data/twin.jsonl")
+            for line in section] == failure_section(jsonl, "data/twin.jsonl")
+    assert len([line for line in section if ":row " in line]) == 1, section
+
+
+def test_the_builtin_checks_alone_read_only_the_contract_columns(project: TokProject):
+    """Without a check of the user's, a column nobody reads is not read: a column of a type
+    pyarrow cannot turn into Python values does not matter."""
+    project.ini(**INI)
+    rows = [good(i) for i in range(1, 4)]
+    table = pa.Table.from_pylist(rows, schema=SCHEMA).append_column(
+        "blob", pa.array([b"x" * 10] * 3, pa.binary()))
+    project.path.joinpath("pq").mkdir()
+    pq.write_table(table, project.path / "pq/a.parquet")
+    result = project.run(paths=("pq",))
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+
+
+U64_BIG = 2**63 + 5
+
+
+@pytest.mark.parametrize("xdist_mode", [("-p", "no:xdist")], ids=["no-xdist"])
+@pytest.mark.parametrize("case", [
+    "dictionary_id", "large_string_id", "dictionary_where", "dictionary_group",
+    "uint64_ids", "uint64_ids_tokens", "uint32_ids", "uint64_count", "uint64_id",
+])
+def test_column_types_of_the_same_values_get_the_jsonl_verdict(project: TokProject, case: str):
+    rows = [good(i) for i in range(1, 7)]
+    rows[3] = rec(4, 12, 13, once=[THINK], last=END, provider="api")  # one count finding
+    fields = {f.name: f.type for f in SCHEMA}
+    ini = dict(INI)
+    if case in ("dictionary_id", "large_string_id"):
+        for r in rows:
+            r["sample_id"] = f"s{r['sample_id']}"
+        fields["sample_id"] = (pa.dictionary(pa.int32(), pa.string()) if case == "dictionary_id"
+                               else pa.large_string())
+        ini["tokaudit_unique_ids"] = "true"
+        rows[5]["sample_id"] = "s5"  # a duplicate, judged across the dataset
+    elif case == "dictionary_where":
+        fields["provider"] = pa.dictionary(pa.int8(), pa.string())
+        rows[1]["provider"] = None
+    elif case == "dictionary_group":
+        fields["provider"] = pa.dictionary(pa.int8(), pa.string())
+        ini.pop("tokaudit_where")
+        ini["tokaudit_group_by"] = "provider"
+        rows[1]["provider"] = "other"
+    elif case.startswith("uint") and "ids" in case:
+        fields["output_ids"] = pa.list_(pa.uint32() if case == "uint32_ids" else pa.uint64())
+        if case != "uint32_ids":
+            rows[0]["output_ids"][1] = U64_BIG
+            rows[1]["output_ids"][1] = 2**64 - 1
+        if case == "uint64_ids_tokens":
+            ini["tokaudit_forbid"] = f"{OPEN} {2**32 - 1}"  # the contract's largest token
+            rows[4]["output_ids"][1] = 2**32 - 1
+    elif case == "uint64_count":
+        fields["completion_tokens"] = pa.uint64()
+        rows[2]["completion_tokens"] = U64_BIG
+    elif case == "uint64_id":
+        fields["sample_id"] = pa.uint64()
+        rows[2]["sample_id"] = U64_BIG
+    project.ini(**ini, tokaudit_count_outliers=0)
+    project.jsonl("data/twin.jsonl", rows)
+    write_any(project.path / "pq/twin.parquet", rows, pa.schema(list(fields.items())), row_group_size=4)
+    jsonl = project.run("-o", "tokaudit_glob=*.jsonl")
+    parquet = project.run(paths=("pq",))
+    for result in (jsonl, parquet):
+        assert_no_crash(result)
+        assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
+    assert normalised(failure_section(parquet, "pq/twin.parquet")) == \
+        failure_section(jsonl, "data/twin.jsonl")
+    assert summary_rows(parquet)["pq/twin.parquet"] == summary_rows(jsonl)["data/twin.jsonl"]
+    assert any(":row 4: sample_id" in line for line in failure_section(parquet, "pq/twin.parquet"))
+
+    def dataset_lines(result):
+        return normalised([line for line in result.stdout.lines
+                           if line.startswith("pytest.ini::tokaudit::") or "provider=" in line])
+    assert [line for line in dataset_lines(parquet) if "coverage" not in line] == \
+        [line for line in dataset_lines(jsonl) if "coverage" not in line]
+
+
+# -- a per-record bound (issue #22) -------------------------------------------------------
+
+@pytest.mark.parametrize("suffix, group", [(".parquet", 1), (".parquet", 4), (".arrow", 4)])
+def test_a_row_over_the_record_limit_is_a_finding_at_its_row(project: TokProject, suffix: str,
+                                                              group: int):
+    """tokaudit_max_line_bytes bounds a row as it bounds a JSONL line: a row whose values
+    take more bytes is a `line_length` finding at its row, never checked; the others are."""
+    rows = [good(i) for i in range(1, 9)]
+    rows[2] = rec(3, 600, once=[THINK], last=END, provider="api")  # 600 ids: 4,800 bytes
+    rows[5] = rec(6, 12, 13, once=[THINK], last=END, provider="api")  # a count finding
+    project.ini(**INI, tokaudit_max_line_bytes=1000, tokaudit_count_outliers=0)
+    project.jsonl("data/twin.jsonl", rows)
+    write_any(project.path / f"pq/twin{suffix}", rows, pa.schema([*SCHEMA]), row_group_size=group)
+    jsonl = project.run("-o", "tokaudit_glob=*.jsonl")
+    parquet = project.run(paths=("pq",))
+    for result in (jsonl, parquet):
+        assert_no_crash(result)
+        assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
+    name = f"pq/twin{suffix}"
+    section = failure_section(parquet, name)
+    long = [line for line in section if "line_length" in line]
+    assert len(long) == 1 and long[0].startswith(f"{name}:row 3: line_length: the row holds "), section
+    assert long[0].endswith(" bytes, over the limit of 1,000 bytes (tokaudit_max_line_bytes)")
+    twin = [line.replace(f"{name}:row ", "data/twin.jsonl:").replace(name, "data/twin.jsonl")
+            for line in section if "line_length" not in line]
+    assert twin == [line for line in failure_section(jsonl, "data/twin.jsonl") if "line_length" not in line]
+    assert summary_rows(parquet)[name] == summary_rows(jsonl)["data/twin.jsonl"]
+
+
+BIG_ROW_SCRIPT = '''
+import json, re, sys
+from pathlib import Path
+sys.path.insert(0, sys.argv[2])
+from pytest_tokaudit.engine.passes import audit
+from pytest_tokaudit.model.summary import FileSummary
+from test_reader import CONTRACTS
+
+
+class NoChecks:  # what the pass calls of the hook relay: no check of anyone's
+    def pytest_tokaudit_check_record(self, **kw):
+        return []
+
+    pytest_tokaudit_check_batch = pytest_tokaudit_check_record
+
+
+contract = CONTRACTS["default"].replace(max_line_bytes=8 << 20)
+summary = FileSummary(path="x")
+audit(Path(sys.argv[1]), contract, NoChecks(), summary)
+# This process's own high-water mark (ru_maxrss would count the parent's, from before exec).
+peak = int(re.search(r"VmHWM:\\s+(\\d+) kB", Path("/proc/self/status").read_text())[1]) * 1024
+print(json.dumps([summary.records, summary.checked, [(f.line, f.check) for f in summary.shown], peak]))
+'''
+
+
+HUGE_FILE_SCRIPT = '''
+import sys
+import pyarrow as pa
+import pyarrow.parquet as pq
+n = 40_000_000
+ids = pa.ListArray.from_arrays(pa.array([0, n], pa.int32()), pa.repeat(pa.scalar(7, pa.int64()), n))
+table = pa.table({"sample_id": [1], "completion_tokens": [n], "output_ids": ids})
+small = pa.table({"sample_id": [2], "completion_tokens": [3],
+                  "output_ids": pa.array([[1, 2, 3]], pa.list_(pa.int64()))})
+with pq.ParquetWriter(sys.argv[1], table.schema) as w:
+    for part in (small, table, small):  # a row group each
+        w.write_table(part)
+'''
+
+
+def test_a_huge_row_of_a_tiny_file_is_never_decoded(tmp_path):
+    """A file of a few KB whose one row holds 40M ids (320 MB as int64): found from the
+    footer, not decoded; the old reader decoded and computed on it (about 1 GB)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    path = tmp_path / "huge.parquet"
+    subprocess.run([sys.executable, "-c", HUGE_FILE_SCRIPT, str(path)], check=True, timeout=300)
+    assert path.stat().st_size < 1 << 20
+    tests = Path(__file__).parent.parent
+    proc = subprocess.run([sys.executable, "-c", BIG_ROW_SCRIPT, str(path), str(tests)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    records, checked, shown, peak = json.loads(proc.stdout)
+    assert (records, checked, shown) == (3, 2, [[2, "line_length"]])
+    assert peak < 250 << 20, f"peak RSS {peak / 2**20:.0f} MiB"
