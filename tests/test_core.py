@@ -298,8 +298,10 @@ def test_outlier_allowance_mean_tolerance_and_max_shown(project):
     # Every record within |diff| <= 2, but the mean |diff| is 2% of the mean billed.
     project.jsonl("data/mean.jsonl", [rec(f"m{i}", 102, 100) for i in range(1, 5)])
     # Ten bad records each, more than tokaudit_max_shown = 3.
+    # (The last has the field, as null: a field no record has is one finding of the file.)
     project.jsonl("data/schema.jsonl",
-                  [{"sample_id": f"s{i}", "completion_tokens": 1} for i in range(1, 11)])
+                  [{"sample_id": f"s{i}", "completion_tokens": 1} for i in range(1, 10)]
+                  + [{"sample_id": "s10", "completion_tokens": 1, "output_ids": None}])
     project.jsonl("data/count.jsonl", [rec(f"k{i}", 10, 50) for i in range(1, 11)])
 
     three = [

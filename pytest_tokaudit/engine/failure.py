@@ -48,8 +48,23 @@ def verdict(summary: FileSummary, contract: Contract) -> str:
         parts.append(
             f"{bad_records:,} of {summary.audited:,} audited records{where} break the contract"
         )
-    parts += [f.message for f in summary.file_findings]
+    parts += [f.message for f in file_level(summary)]
     return "; ".join(parts) or "the file breaks the contract"
+
+
+def file_level(summary: FileSummary) -> list[Finding]:
+    """The file's findings without a line: a field no record has first (said once, in
+    place of one finding per record), then the per-file checks' and read errors."""
+    return summary.absent_findings() + list(summary.file_findings)
+
+
+def listed(summary: FileSummary) -> tuple[list[Finding], list[Finding], int]:
+    """(shown findings, shown allowable ones, findings at records not shown): the
+    "missing field" findings of a field no record has are left out, said by file_level."""
+    errors = summary.shown_findings()
+    hidden = sum(n for _, n in summary.absent_fields())
+    more = summary.failing + summary.allowable - len(errors) - len(summary.shown_allowable) - hidden
+    return errors, list(summary.shown_allowable), more
 
 
 def failure_lines(
@@ -63,14 +78,14 @@ def failure_lines(
 def failure_text(summary: FileSummary, contract: Contract, offset: int = 0) -> str:
     """The failure section of one file: verdict, bad records, file-level findings, sources."""
     lines = [verdict(summary, contract)]
-    shown = [(f, "") for f in summary.shown]
-    shown += [(f, OUTLIER_NOTES[summary.forgiven(f.check)]) for f in summary.shown_allowable]
+    errors, allowable, more = listed(summary)
+    shown = [(f, "") for f in errors]
+    shown += [(f, OUTLIER_NOTES[summary.forgiven(f.check)]) for f in allowable]
     shown.sort(key=lambda pair: pair[0].line or 0)  # shown findings all have a line
     lines += [finding_line(summary.path, f, contract, offset, n) for f, n in shown]
-    more = summary.failing + summary.allowable - len(shown)
     if more > 0:
         lines.append(f"... and {more:,} more (tokaudit_max_shown = {summary.max_shown})")
-    for f in summary.file_findings:
+    for f in file_level(summary):
         lines.append(finding_line(summary.path, f, contract))
     keys: list[str] = []
     for check in summary.by_check:
@@ -96,11 +111,11 @@ class Entry:
 
 def entries(s: FileSummary) -> tuple[list[Entry], int]:
     """(the shown findings in line order, then file-level ones; how many more not shown)."""
-    shown: list[tuple[Finding, str]] = [(f, "error") for f in s.shown]
+    errors, allowable, more = listed(s)
+    shown: list[tuple[Finding, str]] = [(f, "error") for f in errors]
     shown += [(f, "warning" if s.complete and s.forgiven(f.check) is not False else "error")
-              for f in s.shown_allowable]
+              for f in allowable]
     shown.sort(key=lambda pair: pair[0].line or 0)
     out = [Entry(level, f.check, f.message, f.line, f.record_id) for f, level in shown]
-    more = s.failing + s.allowable - len(shown)
-    out += [Entry("error", f.check, f.message) for f in s.file_findings]
+    out += [Entry("error", f.check, f.message) for f in file_level(s)]
     return out, max(more, 0)

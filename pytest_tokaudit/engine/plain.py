@@ -69,6 +69,8 @@ class PlainPass:
             summary.audited += 1
             if type(parsed) is Rejected:
                 self.pending += parsed.findings
+                if parsed.data is not None:  # an object: which required fields it lacks
+                    summary.add_unchecked(parsed.missing, parsed.data)
                 if parsed.count is not None:  # spend is spend, checkable or not
                     summary.billed_unusable += parsed.count
                     summary.unusable_billed += 1

@@ -249,10 +249,12 @@ def parse_required_field(value: Any) -> tuple[str, ...]:
 
 
 def parse_count_field(value: Any) -> tuple[str, ...] | CountSum:
-    """A field, or a sum of fields: 'usage.completion_tokens + usage.x.reasoning_tokens?'."""
+    """A field, or fields and whole numbers added or subtracted:
+    'usage.completion_tokens + usage.x.reasoning_tokens?', 'a - b.c', 'completion_tokens - 1'.
+    Anything the grammar cannot read is an error, never a field named after the text."""
     if isinstance(value, CountSum):
         return value
-    if isinstance(value, str) and ("+" in value or "?" in value):
+    if isinstance(value, str) and value.strip():
         try:
             return parse_count_formula(value)
         except FieldError as exc:
@@ -382,8 +384,8 @@ KEYS: tuple[Key, ...] = (
         "field holding the token ids (dots reach into nested objects)",
         doc="field holding the token ids; dots reach into nested objects and numbers index lists (`response.ids`, `choices.0.ids`)"),
     Key("tokaudit_count_field", "count_field", parse_count_field, "completion_tokens",
-        "field holding the billed token count, or a sum of fields (a + b?)",
-        doc="field holding the billed count (`usage.completion_tokens` works), or a sum for providers that bill reasoning apart: `usage.completion_tokens + usage.completion_tokens_details.reasoning_tokens?` (`?`: a missing or null addend counts 0); the budget and summaries use the same sum"),
+        "field holding the billed token count, or fields and whole numbers added or subtracted (a + b? - 1)",
+        doc="field holding the billed count (`usage.completion_tokens` works), or fields and whole numbers added or subtracted: `usage.completion_tokens + usage.completion_tokens_details.reasoning_tokens?` for providers that bill reasoning apart (`?`: a missing or null addend counts 0), `usage.completion_tokens - usage.completion_tokens_details.reasoning_tokens` to audit the visible answer alone; a result below 0 is a finding at the record; the budget and summaries use the same formula"),
     Key("tokaudit_id_field", "id_field", parse_field, "sample_id",
         "field identifying a record (empty: records have no id)",
         doc="field naming a record, shown with every finding; a string or an int; empty: no ids"),
@@ -407,7 +409,7 @@ KEYS: tuple[Key, ...] = (
         doc="per file: mean abs diff / mean billed must not exceed it (a real audit measured 0.04%); empty turns it off"),
     Key("tokaudit_text_template", "text_template", parse_optional_template, "",
         "how a completion's tokens are rebuilt from the record: {field} placeholders and special tokens",
-        doc="how a completion's tokens are rebuilt from its text (needs a tokenizer): `{dotted.path}` placeholders (`{path?}`: may be missing or null) and literal special tokens, e.g. `{choices.0.message.reasoning?}</think>{choices.0.message.content}<|im_end|>`. Records without the ids field are audited on the ids it yields; records with both are checked by `ids_match_text` (see Raw API responses)"),
+        doc="how a completion's tokens are rebuilt from its text (needs a tokenizer): `{dotted.path}` placeholders (`{path?}`: may be missing or null), literal text and special tokens (`\\n`, `\\t`, `\\\\`: a newline, a tab, a backslash; any other backslash sequence is an error), e.g. `{choices.0.message.reasoning?}</think>{choices.0.message.content}<|im_end|>`. Records without the ids field are audited on the ids it yields; records with both are checked by `ids_match_text` (see Raw API responses)"),
     Key("tokaudit_finish_reason_field", "finish_reason_field", parse_field, "choices.0.finish_reason",
         "field holding the finish reason (judged by tokaudit_finish_reason)",
         doc="field holding why the API stopped; a record without it (or with null) is not judged by `tokaudit_finish_reason`"),

@@ -216,3 +216,7 @@ class Rejected:
     findings: list[Finding] = field(default_factory=list)
     record_id: Any = None
     count: int | None = None
+    # For a record that parsed as an object: the required fields it lacks, and the object
+    # (whose paths name the closest ones when no record of the file has a field).
+    missing: tuple[str, ...] = ()
+    data: Any = field(default=None, compare=False)

@@ -29,6 +29,9 @@ from ..sources.base import Part
 INI = "tokaudit_progress_interval"
 
 
+INI_KEYS = (INI,)  # declared here, known to the check of key names (plugin.py)
+
+
 DEFAULT = "10"
 
 

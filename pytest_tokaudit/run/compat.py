@@ -115,3 +115,19 @@ def junit_attributes(config: pytest.Config, report: pytest.TestReport, attrs: di
             reporter.add_attribute(name, value)
     except (AttributeError, TypeError) as exc:
         raise PrivateApiError(f"pytest {pytest.__version__}: junitxml changed: {exc}") from None
+
+
+def ini_file_keys(config: pytest.Config) -> list[str]:
+    """The keys the ini file (pytest.ini, tox.ini, setup.cfg, either pyproject.toml table)
+    sets. pytest has no public list: it reads them from `Config._inicfg` (`Config.inicfg`
+    before pytest 9.1, deprecated since)."""
+    keys = getattr(config, "_inicfg", None)
+    if keys is None:
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            keys = getattr(config, "inicfg", None)
+    if keys is None:
+        raise PrivateApiError(f"pytest {pytest.__version__} has no Config._inicfg")
+    return list(keys)

@@ -26,7 +26,7 @@ import pytest
 
 from ..base.formats import source_of
 from ..checks.dataset import check_names
-from ..engine.failure import failure_lines
+from ..engine.failure import failure_lines, listed
 from ..engine.observers import METER, SINK, Observers
 from ..engine.passes import audit
 from ..engine.plain import HookError, check_file
@@ -378,7 +378,8 @@ class AuditItem(TokauditItem):
 
 def first_line(summary: Any, offset: int) -> int:
     """The line a file's failure points editors at: its first bad record, else line 1."""
-    lines = [f.line for f in summary.shown + summary.shown_allowable if f.line is not None]
+    errors, allowable, _ = listed(summary)
+    lines = [f.line for f in errors + allowable if f.line is not None]
     return min(lines) + offset if lines else 1
 
 
