@@ -370,7 +370,7 @@ def test_outlier_allowance_mean_tolerance_and_max_shown(project):
     # Run B: a share (20%) and a mean tolerance, both from -o, and count_abs from -o too.
     result = project.run(
         "-o", "tokaudit_count_abs=2", "-o", "tokaudit_count_outliers=20%",
-        "-o", "tokaudit_count_mean_rel=1.5%",
+        "-o", "tokaudit_count_mean_rel=1.5%", "-o", "tokaudit_count_mean_abs=0",
     )
     assert result.ret == FAILED
     result.assert_outcomes(passed=2, failed=5)  # two.jsonl passes: 20% of 10 allows 2
@@ -392,7 +392,7 @@ def test_outlier_allowance_mean_tolerance_and_max_shown(project):
     assert failure_section(result, "data/mean.jsonl") == [
         mean,
         f"data/mean.jsonl: count_mean: {mean}",
-        "contract: -o [tokaudit_count_mean_rel = 1.5%]",
+        "contract: -o [tokaudit_count_mean_abs = 0, tokaudit_count_mean_rel = 1.5%]",
     ]
 
 
@@ -648,7 +648,8 @@ def _shard_of_line(records: list, line: int) -> int:
 
 
 def test_sharded_file_reports_like_the_whole_file(project):
-    project.ini(tokaudit_shard_size=SHARD_SIZE)
+    # The mean check's relative part alone (its absolute part would forgive 1.03 tokens).
+    project.ini(tokaudit_shard_size=SHARD_SIZE, tokaudit_count_mean_abs=0)
     project.write("data/whole/conftest.py", UNSHARDED_CONFTEST)
     records = _shard_records()
     project.jsonl("data/whole/big.jsonl", records)
@@ -685,7 +686,8 @@ def test_sharded_file_reports_like_the_whole_file(project):
         f"data/whole/big.jsonl: count_outliers: {outliers}",
         f"data/whole/big.jsonl: count_mean: {mean}",
         "contract: default [tokaudit_count_abs = 8, tokaudit_count_rel = 2%, "
-        "tokaudit_count_outliers = 0, tokaudit_count_mean_rel = 0.5%]",
+        "tokaudit_count_outliers = 0, tokaudit_count_mean_rel = 0.5%]; "
+        "pytest.ini [tokaudit_count_mean_abs = 0]",
     ]
     assert failure_section(result, "data/whole/big.jsonl") == whole
 

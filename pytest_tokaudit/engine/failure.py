@@ -15,7 +15,7 @@ from ..model.summary import FileSummary
 CHECK_KEYS = {
     "count": ("count_abs", "count_rel", "count_outliers"),
     "count_outliers": ("count_outliers",),
-    "count_mean": ("count_mean_rel",),
+    "count_mean": ("count_mean_abs", "count_mean_rel"),
     "require_once": ("require_once",),
     "require_last": ("require_last",),
     "forbid": ("forbid",),

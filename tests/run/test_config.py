@@ -232,7 +232,7 @@ BAD = {
 NUMBERS = ("tokaudit_count_abs", "tokaudit_count_rel", "tokaudit_count_outliers",
            "tokaudit_max_shown", "tokaudit_shard_size", "tokaudit_baseline_rel",
            "tokaudit_max_line_bytes")
-OPTIONAL_NUMBERS = ("tokaudit_count_mean_rel", "tokaudit_roundtrip_rel", "tokaudit_budget",
+OPTIONAL_NUMBERS = ("tokaudit_count_mean_rel", "tokaudit_count_mean_abs", "tokaudit_roundtrip_rel", "tokaudit_budget",
                     "tokaudit_price_per_mtok", "tokaudit_count_outlier_max")  # empty: off / unset
 BOOLS = ("tokaudit_allow_empty", "tokaudit_trust_remote_code", "tokaudit_unique_ids",
          "tokaudit_unique_text")
