@@ -50,24 +50,40 @@ class FinishReasonCheck:
         """Idle without tokaudit_finish_reason (the columnar path then has nothing to do)."""
         return not contract.finish_reason
 
+    @staticmethod
+    def reads(contract: Any) -> frozenset[str]:
+        """What of a record its batch hook reads: an unusable record's fields."""
+        return frozenset({"data"} if contract.finish_reason else ())
+
     @pytest.hookimpl
     def pytest_tokaudit_check_record(self, record, contract):
-        allowed = contract.finish_reason
-        if not allowed:
-            return None
-
-        field = contract.finish_reason_field
-        if not field:
+        if not contract.finish_reason or not contract.finish_reason_field:
             return None
         # A JSONL record's _data: its ids stay unparsed (the fast path never cuts this field
         # out); a Parquet row builds its data.
         data = record._data if type(record) in (Record, TextRecord) else record.data
-        value = get_path(data, field)
-        if value is MISSING or value is None:
+        why = self.why(data, contract)
+        return Finding("finish_reason", why) if why else None
+
+    @pytest.hookimpl
+    def pytest_tokaudit_check_batch(self, contract, unusable):
+        """Records that cannot be checked still say why the API stopped: a response cut at
+        max_tokens with null content is both a schema finding and this one."""
+        if not contract.finish_reason or not contract.finish_reason_field:
             return None
-        if value in allowed:
+        out = []
+        for u in unusable:
+            why = self.why(u.data, contract) if u.data is not None else None
+            if why:
+                out.append(Finding("finish_reason", why, u.line, u.id))
+        return out
+
+    @staticmethod
+    def why(data: Any, contract: Any) -> str | None:
+        value = get_path(data, contract.finish_reason_field)
+        if value is MISSING or value is None or value in contract.finish_reason:
             return None
-        name = ".".join(field)
-        want = " or ".join(allowed)
+        name = ".".join(contract.finish_reason_field)
+        want = " or ".join(contract.finish_reason)
         cut = " (the response was cut at max_tokens)" if value == "length" else ""
-        return Finding("finish_reason", f"{name} {value!r}, expected {want}{cut}")
+        return f"{name} {value!r}, expected {want}{cut}"

@@ -265,7 +265,7 @@ def _audit_table(source: Any, table: Any, contract: Contract, hook: Any, summary
                         summary.unusable_billed += 1
                     at = item.findings[0].line
                     assert at is not None  # _rows_of gives each finding its row
-                    unusable.append(Unusable(at, item.record_id, item.count))
+                    unusable.append(Unusable(at, item.record_id, item.count, item.data))
                 else:
                     records.append(item)
                 if len(records) + len(unusable) >= BATCH_RECORDS:

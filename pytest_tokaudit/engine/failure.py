@@ -7,7 +7,7 @@ from typing import Any
 
 from ..base.findings import Finding
 from ..base.formats import location
-from ..base.text import record_label
+from ..base.text import plural, record_label
 from ..model.contract import Contract
 from ..model.summary import FileSummary
 
@@ -27,9 +27,11 @@ CHECK_KEYS = {
 }
 
 
-def finding_line(path: str, f: Finding, contract: Contract, offset: int = 0, note: str = "") -> str:
+def finding_line(path: str, f: Finding, id_field: tuple[str, ...], offset: int = 0,
+                 note: str = "") -> str:
+    """`path:LINE: id=...: check: message`; `id_field` from the file's summary (id_path)."""
     where = location(path, f.line + offset) if f.line is not None else path
-    return f"{where}: {record_label(contract.id_field, f.record_id)}{f.check}: {f.message}{note}"
+    return f"{where}: {record_label(id_field, f.record_id)}{f.check}: {f.message}{note}"
 
 
 OUTLIER_NOTES = {True: " (allowed outlier)", False: "",
@@ -82,20 +84,49 @@ def failure_text(summary: FileSummary, contract: Contract, offset: int = 0) -> s
     shown = [(f, "") for f in errors]
     shown += [(f, OUTLIER_NOTES[summary.forgiven(f.check)]) for f in allowable]
     shown.sort(key=lambda pair: pair[0].line or 0)  # shown findings all have a line
-    lines += [finding_line(summary.path, f, contract, offset, n) for f, n in shown]
+    id_field = summary.id_path(contract.id_field)
+    lines += [finding_line(summary.path, f, id_field, offset, n) for f, n in shown]
     if more > 0:
         lines.append(f"... and {more:,} more (tokaudit_max_shown = {summary.max_shown})")
     for f in file_level(summary):
-        lines.append(finding_line(summary.path, f, contract))
+        lines.append(finding_line(summary.path, f, id_field))
+    lines += _sources(summary.by_check, contract)
+    return "\n".join(lines)
+
+
+def _sources(checks: Any, contract: Contract) -> list[str]:
+    """The `contract: ...` line: where the tolerances of these checks came from."""
     keys: list[str] = []
-    for check in summary.by_check:
+    for check in checks:
         # Every check's allowance is tokaudit_count_outliers (checks/record.py's are listed above).
         for attr in CHECK_KEYS.get(check, ("count_outliers",) if check.endswith("_outliers") else ()):
             if attr not in keys:
                 keys.append(attr)
-    if keys:
-        lines.append(f"contract: {contract.describe(tuple(keys))}")
-    return "\n".join(lines)
+    return [f"contract: {contract.describe(tuple(keys))}"] if keys else []
+
+
+def whole_file_lines(summary: FileSummary, findings: list[Finding], contract: Contract,
+                     failing_shards: list[str]) -> tuple[str, list[str]]:
+    """(verdict, section lines) of a sharded file's [file] item, which judges what no shard
+    can: the allowances, the mean and the file checks (`findings`, its own), with the
+    allowable records they weigh. A record with a finding no allowance forgives fails the
+    shard that holds it, as a shard's read error does, and is listed there: one bad record
+    is one failure, not repeated here."""
+    path, id_field = summary.path, summary.id_path(contract.id_field)
+    lines = ["; ".join(f.message for f in findings) or "the file breaks the contract"]
+    lines += [finding_line(path, f, id_field, 0, OUTLIER_NOTES[summary.forgiven(f.check)])
+              for f in summary.shown_allowable]
+    more = summary.allowable - len(summary.shown_allowable)
+    if more > 0:
+        lines.append(f"... and {more:,} more (tokaudit_max_shown = {summary.max_shown})")
+    lines += [finding_line(path, f, id_field) for f in findings]
+    if failing_shards:
+        what = (f"{plural(summary.bad_records, 'record')} with findings no allowance forgives"
+                if summary.bad_records else "findings")
+        lines.append(f"({what}: failures of {', '.join(failing_shards)}, listed there)")
+    checks = [f.check for f in summary.shown_allowable] + [f.check for f in findings]
+    lines += _sources(dict.fromkeys(checks), contract)
+    return lines[0], lines
 
 
 @dataclass

@@ -120,6 +120,10 @@ class FileSummary:
     # dataset check (IDS: the record ids, for unique_ids and expected_ids).
     channels: dict[str, list[Any]] = field(default_factory=dict)
     cached: bool = False  # reused from the cache (run/cache.py); merged: every part was
+    # The id field the file was audited with (its own contract's, after any
+    # pytest_tokaudit_contract hook), dotted; "" when its records have no id. Every view
+    # labels the file's ids with it. None: a report from before it was kept.
+    id_field: str | None = None
     # Records that parsed as objects but could not be checked; per required field, how many
     # of them lacked it; and the paths of the first few such records. A field that every
     # object lacks is a typo or a wrong contract, said once for the file (absent_fields).
@@ -128,6 +132,13 @@ class FileSummary:
     seen_paths: list[str] = field(default_factory=list)
 
     # -- accumulation ------------------------------------------------------------------
+    def id_path(self, fallback: tuple[str, ...]) -> tuple[str, ...]:
+        """The id field the file's records were read with; `fallback` (the run's) when the
+        summary does not say."""
+        if self.id_field is None:
+            return fallback
+        return tuple(self.id_field.split(".")) if self.id_field else ()
+
     def add_counts(self, line: int, record_id: Any, billed: int, counted: int) -> None:
         self.checked += 1
         self.billed += billed
@@ -352,6 +363,16 @@ class FileSummary:
 
 
 _MISSING = re.compile(r"(?:text_template: )?missing field ('(?:[^'\\]|\\.)*'|\"[^\"]*\")(?: \(|$)")
+
+
+_RECORDS = re.compile(r'"records":(\d+)')
+
+
+def records_of(text: str) -> int:
+    """A summary's record count from its JSON (to_json) without reading the rest: the
+    counts come before the findings and channels, which may be large."""
+    m = _RECORDS.search(text, 0, 2000)
+    return int(m.group(1)) if m else 0
 
 
 def missing_name(finding: Finding) -> str | None:

@@ -131,3 +131,24 @@ def ini_file_keys(config: pytest.Config) -> list[str]:
     if keys is None:
         raise PrivateApiError(f"pytest {pytest.__version__} has no Config._inicfg")
     return list(keys)
+
+
+def write_above(terminalreporter: Any, text: str) -> None:
+    """Write `text` as a line of its own and put back the line pytest was writing (a file's
+    progress dots), so its `[ NN%]` column still lands where pytest puts it.
+
+    pytest's TerminalReporter keeps the line only in its TerminalWriter (`_tw`,
+    `_current_line`) and which file it belongs to in `currentfspath`."""
+    tw = getattr(terminalreporter, "_tw", None)
+    line = getattr(tw, "_current_line", None)
+    if tw is None or not isinstance(line, str):
+        raise PrivateApiError(f"pytest {pytest.__version__} has no TerminalWriter._current_line")
+    path = terminalreporter.currentfspath
+    if line:
+        tw.line()  # end the line pytest was writing (a -q run's dots have no currentfspath)
+    terminalreporter.currentfspath = None
+    terminalreporter.write_line(text)
+    if line:
+        tw.write(line)  # again: pytest's next dots and its [ NN%] follow on
+        terminalreporter.currentfspath = path
+    terminalreporter.flush()

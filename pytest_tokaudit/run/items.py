@@ -323,7 +323,8 @@ class AuditItem(TokauditItem):
 
     def runtest(self) -> None:
         contract = self.contract
-        summary = FileSummary(path=self.display, max_shown=contract.max_shown)
+        summary = FileSummary(path=self.display, max_shown=contract.max_shown,
+                              id_field=".".join(contract.id_field))
         if self.shard:
             summary.shard, summary.shards = self.shard
             summary.start = self.byte_range[0]

@@ -249,6 +249,11 @@ def parse_line(
     if contract.text_template is not None:
         texts = _template_texts(obj, contract, problems)
     if problems:
+        if cut is not None:  # the ids were cut out: the whole object, for batch hooks
+            try:
+                obj = _load(raw)
+            except _Invalid:  # cannot be: the cut line parsed
+                pass
         return rejected(obj, contract, problems, line, record_id, count)
     if texts is not None:
         if cut is None:
