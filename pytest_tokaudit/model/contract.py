@@ -383,14 +383,19 @@ class Key:
         count "int" (pytest's int() reads the text), and a key that also takes text ('2%',
         empty for unset) stays "string", so the table needs a string for it.
         """
-        if self.kind == "args":
-            return "args"
-        if _UNION_TYPES:
-            unions = {"bool": str | bool, "int": str | int, "int?": str | int, "float": str | float}
-            return unions.get(self.kind, "string")
-        if _TYPED_TOML and self.kind in ("bool", "int"):
-            return self.kind
-        return "string"
+        return ini_type(self.kind)
+
+
+def ini_type(kind: str) -> Any:
+    """The `type` for parser.addini of a key of this kind (Key.ini_type says why)."""
+    if kind == "args":
+        return "args"
+    if _UNION_TYPES:
+        unions = {"bool": str | bool, "int": str | int, "int?": str | int, "float": str | float}
+        return unions.get(kind, "string")
+    if _TYPED_TOML and kind in ("bool", "int"):
+        return kind
+    return "string"
 
 
 KEYS: tuple[Key, ...] = (

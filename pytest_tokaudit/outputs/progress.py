@@ -22,6 +22,7 @@ import contextlib
 import os
 import re
 import time
+import warnings
 from pathlib import Path
 from typing import Any, Callable
 
@@ -29,6 +30,7 @@ import pytest
 
 from ..base.formats import source_of
 from ..engine.observers import METER
+from ..model.contract import ini_type
 from ..model.summary import PROPERTY, records_of
 from ..run.compat import PrivateApiError, write_above
 from ..sources.base import Part
@@ -43,14 +45,23 @@ DEFAULT = "5"
 
 
 def add_ini(parser: pytest.Parser) -> None:
+    # A number or a text, as the contract's keys: a native TOML table may hold 5 or "5".
     parser.addini(INI, "tokaudit: seconds between progress lines of a long run "
-                       f"(0: none; default: {DEFAULT})", default=DEFAULT)
+                       f"(0: none; default: {DEFAULT})", type=ini_type("float"), default=DEFAULT)
 
 
 def interval(config: pytest.Config) -> float:
-    text = str(config.getini(INI)).strip()
     try:
-        value = float(text)
+        with warnings.catch_warnings():  # a TOML list in [tool.pytest.ini_options]: below
+            warnings.filterwarnings("ignore", message="Passing a value that is not a string",
+                                    category=pytest.PytestDeprecationWarning)
+            raw = config.getini(INI)
+    except (TypeError, ValueError, pytest.UsageError) as exc:  # pytest's own type check
+        raise pytest.UsageError(f"{INI}: expected a number of seconds (0: off): "
+                                f"{str(exc).removeprefix(f'{config.inipath}: ')}") from None
+    text = str(raw).strip()
+    try:
+        value = float(text) if not isinstance(raw, bool) else -1.0
     except ValueError:
         value = -1.0
     if not value >= 0 or value == float("inf"):

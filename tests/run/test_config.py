@@ -215,6 +215,17 @@ def test_toml_values_of_the_wrong_type_are_usage_errors_naming_the_key(
     assert re.fullmatch(re.escape(message).replace(r"\*", ".*"), usage_error(pytester))
 
 
+@pytest.mark.parametrize("key", ["tokaudit_count_abs", "tokaudit_progress_interval"])
+def test_a_toml_list_for_a_number_is_one_usage_error_and_no_warning(pytester: pytest.Pytester, key):
+    """pytest 9.2 warns (PytestRemovedIn10Warning) before handing a list to a key read as
+    text; the plugin refuses the value itself, naming the key, so the warning says nothing
+    more (and pytest 10's TypeError is the same usage error)."""
+    (pytester.path / "pyproject.toml").write_text(f"[tool.pytest.ini_options]\n{key} = [8]\n")
+    # (The configure step applies -W to what it warns, as a run does.)
+    message = usage_error(pytester, "-W", "error::pytest.PytestDeprecationWarning")
+    assert message.startswith(key), message
+
+
 # -- B, C. every bad value is a usage error naming its key ---------------------------------------
 
 BAD = {
