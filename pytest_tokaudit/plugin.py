@@ -114,6 +114,9 @@ def check_key_names(config: pytest.Config) -> None:
 
     from .run.compat import ini_file_keys
 
+    if config.getoption("help", False) or config.getoption("version", 0):
+        return  # --help and --version work whatever the ini file says
+
     where = config.inipath.name if config.inipath else "ini"
     given = [(item.split("=", 1)[0].strip(), "-o")  # first: pytest 9 puts them in the ini's keys
              for item in config.getoption("override_ini", None) or [] if "=" in item]

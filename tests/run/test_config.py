@@ -442,6 +442,7 @@ def test_an_unknown_key_on_the_command_line_names_its_origin(project: TokProject
                                  "pytest-tokaudit; did you mean tokaudit_count_mean_rel?"])
     assert "Unknown config option" not in result.stdout.str() + result.stderr.str()
     assert_no_crash(result)
+    assert project.run("-o", "tokaudit_count_mean_rell=2%", "--help").ret == pytest.ExitCode.OK
 
 
 def test_the_command_line_names_its_origin(pytester: pytest.Pytester):
