@@ -55,8 +55,9 @@ def pytest_tokaudit_check_batch(records: Sequence[AuditedRecord], contract: Cont
     """Check a batch of well-formed records at once (for batched work such as a tokenizer).
 
     ``unusable`` lists the batch's records that could not be checked (``line``, and ``id``
-    and ``billed`` when readable, else None), for a check that must see every record, like
-    the id checks; ``records`` may then be empty.
+    and ``billed`` when readable, else None; ``data``, the record's fields when it was an
+    object), for a check that must see every record, like the id checks or the finish
+    reason of a response whose text is null; ``records`` may then be empty.
 
     Return findings made with ``record.finding(check, message)`` so each names its line: a
     finding without a line is an error of the item (file-level verdicts belong in

@@ -62,6 +62,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "tokaudit: an item of pytest-tokaudit (a data file, shard or dataset check)"
     )
+    check_key_names(config)
     if not switched_on(config):  # --tokaudit, or `tokaudit = true` in the ini file
         if not hasattr(config, "workerinput"):
             config.pluginmanager.register(Reminder(config), "tokaudit.reminder")
@@ -106,6 +107,38 @@ def pytest_configure(config: pytest.Config) -> None:
     from .run.remote import configure as configure_remote
 
     configure_remote(config)
+
+
+def known_keys() -> list[str]:
+    """Every ini key of the plugin: the contract's, the switch, the outputs' own."""
+    return [*(k.name for k in KEYS), SWITCH, *outputs.ini_keys()]
+
+
+def check_key_names(config: pytest.Config) -> None:
+    """A misspelt tokaudit_* key is a usage error naming the closest known key, in every
+    run: pytest would only warn at the end of collection, after an audit run with the
+    default in its place."""
+    import difflib
+
+    from .run.compat import ini_file_keys
+
+    if config.getoption("help", False) or config.getoption("version", 0):
+        return  # --help and --version work whatever the ini file says
+
+    where = config.inipath.name if config.inipath else "ini"
+    given = [(item.split("=", 1)[0].strip(), "-o")  # first: pytest 9 puts them in the ini's keys
+             for item in config.getoption("override_ini", None) or [] if "=" in item]
+    given += [(k, where) for k in ini_file_keys(config)]
+    known = known_keys()
+    for key, origin in given:
+        if not key.startswith(SWITCH) or key in known:
+            continue
+        # Compared without the prefix they all share, or every name would be "close".
+        tails = {k.removeprefix(f"{SWITCH}_"): k for k in known}
+        close = difflib.get_close_matches(key.removeprefix(f"{SWITCH}_"), list(tails), n=1, cutoff=0.6)
+        hint = f"did you mean {tails[close[0]]}?" if close else \
+            "the keys are listed in the README's Configuration reference"
+        raise pytest.UsageError(f"{key} ({origin}): not a key of pytest-tokaudit; {hint}")
 
 
 def switched_on(config: pytest.Config) -> bool:

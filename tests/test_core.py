@@ -298,8 +298,10 @@ def test_outlier_allowance_mean_tolerance_and_max_shown(project):
     # Every record within |diff| <= 2, but the mean |diff| is 2% of the mean billed.
     project.jsonl("data/mean.jsonl", [rec(f"m{i}", 102, 100) for i in range(1, 5)])
     # Ten bad records each, more than tokaudit_max_shown = 3.
+    # (The last has the field, as null: a field no record has is one finding of the file.)
     project.jsonl("data/schema.jsonl",
-                  [{"sample_id": f"s{i}", "completion_tokens": 1} for i in range(1, 11)])
+                  [{"sample_id": f"s{i}", "completion_tokens": 1} for i in range(1, 10)]
+                  + [{"sample_id": "s10", "completion_tokens": 1, "output_ids": None}])
     project.jsonl("data/count.jsonl", [rec(f"k{i}", 10, 50) for i in range(1, 11)])
 
     three = [
@@ -368,7 +370,7 @@ def test_outlier_allowance_mean_tolerance_and_max_shown(project):
     # Run B: a share (20%) and a mean tolerance, both from -o, and count_abs from -o too.
     result = project.run(
         "-o", "tokaudit_count_abs=2", "-o", "tokaudit_count_outliers=20%",
-        "-o", "tokaudit_count_mean_rel=1.5%",
+        "-o", "tokaudit_count_mean_rel=1.5%", "-o", "tokaudit_count_mean_abs=0",
     )
     assert result.ret == FAILED
     result.assert_outcomes(passed=2, failed=5)  # two.jsonl passes: 20% of 10 allows 2
@@ -390,7 +392,7 @@ def test_outlier_allowance_mean_tolerance_and_max_shown(project):
     assert failure_section(result, "data/mean.jsonl") == [
         mean,
         f"data/mean.jsonl: count_mean: {mean}",
-        "contract: -o [tokaudit_count_mean_rel = 1.5%]",
+        "contract: -o [tokaudit_count_mean_abs = 0, tokaudit_count_mean_rel = 1.5%]",
     ]
 
 
@@ -646,7 +648,8 @@ def _shard_of_line(records: list, line: int) -> int:
 
 
 def test_sharded_file_reports_like_the_whole_file(project):
-    project.ini(tokaudit_shard_size=SHARD_SIZE)
+    # The mean check's relative part alone (its absolute part would forgive 1.03 tokens).
+    project.ini(tokaudit_shard_size=SHARD_SIZE, tokaudit_count_mean_abs=0)
     project.write("data/whole/conftest.py", UNSHARDED_CONFTEST)
     records = _shard_records()
     project.jsonl("data/whole/big.jsonl", records)
@@ -667,7 +670,7 @@ def test_sharded_file_reports_like_the_whole_file(project):
         result.stdout.re_match_lines(
             [rf"{word} data/sharded/big\.jsonl::tokaudit\[shard {i} of {n}\]( - .*)?$"]
         )
-    result.stdout.fnmatch_lines(["FAILED data/sharded/big.jsonl::tokaudit[[]file[]] - 5 of 79 *"])
+    result.stdout.fnmatch_lines(["FAILED data/sharded/big.jsonl::tokaudit[[]file[]] - 2 records break *"])
 
     outliers = "2 records break the count tolerance, at most 0 allowed (0 of 79 audited)"
     mean = "mean |diff| 1.03 / mean billed 13.9 = 7.365% > 0.500%"
@@ -683,7 +686,8 @@ def test_sharded_file_reports_like_the_whole_file(project):
         f"data/whole/big.jsonl: count_outliers: {outliers}",
         f"data/whole/big.jsonl: count_mean: {mean}",
         "contract: default [tokaudit_count_abs = 8, tokaudit_count_rel = 2%, "
-        "tokaudit_count_outliers = 0, tokaudit_count_mean_rel = 0.5%]",
+        "tokaudit_count_outliers = 0, tokaudit_count_mean_rel = 0.5%]; "
+        "pytest.ini [tokaudit_count_mean_abs = 0]",
     ]
     assert failure_section(result, "data/whole/big.jsonl") == whole
 
@@ -700,9 +704,18 @@ def test_sharded_file_reports_like_the_whole_file(project):
         shard_lines += [line for line in as_whole(section) if line.startswith("data/whole/big.jsonl:")]
     # The shards show their failing records; count breaches wait for the file verdict.
     assert sorted(shard_lines) == sorted(l for l in whole[1:6] if ": count: " not in l)
-    # The file verdict, judged on the merged shards, reads like the whole twin's failure.
+    # The file verdict, judged on the merged shards, gives what no shard can: the allowance
+    # and the mean, with the allowable records they weigh, as the whole twin does. The
+    # records that failed their shards are not listed again: one bad record, one failure.
     (verdict,) = failure_sections(result, "tokaudit: data/sharded/big.jsonl [whole file]")
-    assert as_whole(verdict) == whole
+    failing = ", ".join(f"shard {i} of {n}" for i in sorted(bad_shards))
+    assert as_whole(verdict) == as_whole([
+        f"{outliers}; {mean}",
+        *(line for line in whole[1:6] if ": count: " in line),
+        *whole[6:8],
+        f"(3 records with findings no allowance forgives: failures of {failing}, listed there)",
+        whole[8],
+    ])
 
     rows = summary_rows(result)
     assert rows["data/whole/big.jsonl"] == [

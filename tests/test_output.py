@@ -134,34 +134,55 @@ import time
 def pytest_tokaudit_check_batch(records, contract, summary):
     time.sleep(0.2)  # a slow item: every batch of 256 records takes longer than the interval
 """
-PROGRESS = re.compile(
-    r"^(\[gw\d\] )?tokaudit: data/slow\.jsonl\.gz: ([\d,]+) records, [\d.]+ MB in [\d.]+ s "
+PROGRESS = re.compile(  # an xdist worker's line for an item that runs long
+    r"^\[gw\d\] tokaudit: data/slow\.jsonl\.gz: ([\d,]+) records, [\d.]+ MB in [\d.]+ s "
     r"\([\d.]+ MB/s\), (\d+)% of [\d.]+ MB, ETA [\d.]+ s$"
+)
+RUN_PROGRESS = re.compile(  # the run's line, in a plain run and on the xdist controller
+    r"^tokaudit: ([\d,]+) records, [\d.]+ MB of ([\d.]+) MB \((\d+)%\) in [\d.]+ s "
+    r"\([\d.]+ MB/s\), ETA [\d.]+ s; (\d+) of 2 items done(, now data/slow\.jsonl\.gz)?$"
 )
 
 
-def test_a_slow_item_prints_progress_lines(project: TokProject):
+def test_a_slow_run_prints_progress_lines(project: TokProject):
     project.ini(tokaudit_progress_interval="0.1")
     project.write("conftest.py", SLOW_BATCHES)
     project.jsonl("data/slow.jsonl.gz", [rec(i, 10) for i in range(1200)])
     project.jsonl("data/quick.jsonl", [rec(5000, 10)])
+    total = sum(p.stat().st_size for p in (project.path / "data").iterdir()) / 1e6
     result = project.run()
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()
     assert_no_crash(result)
-    # A plain run prints them through the terminal reporter; an xdist worker on stderr.
-    xdist = "-n" in project.mode
-    lines = result.errlines if xdist else result.outlines
-    found = [m for m in map(PROGRESS.match, lines) if m]
-    assert [m.group(2) for m in found] == ["256", "512", "768", "1,024"], lines
-    assert all(bool(m.group(1)) == xdist for m in found)
-    assert all(0 < int(m.group(3)) <= 100 for m in found)
-    # Each on a line of its own: no other output is cut by one.
+    runs = [m for m in map(RUN_PROGRESS.match, result.outlines) if m]
+    assert runs, result.outlines
+    assert all(m.group(2) == f"{total:.1f}" for m in runs)  # the whole run's bytes
+    assert all(0 <= int(m.group(3)) <= 100 for m in runs)
+    if "-n" in project.mode:
+        # The controller counts the run as items end; the worker says how far its long
+        # item got, on stderr, as before.
+        assert all(m.group(5) is None and m.group(4) != "0" for m in runs)
+        found = [m for m in map(PROGRESS.match, result.errlines) if m]
+        assert [m.group(1) for m in found] == ["256", "512", "768", "1,024"], result.errlines
+        assert all(0 < int(m.group(2)) <= 100 for m in found)
+    else:
+        # After each batch of the slow item, whose records count as they are read (after
+        # quick.jsonl's one, which ran first).
+        during = [m for m in runs if m.group(5)]
+        assert [m.group(1) for m in during] == ["257", "513", "769", "1,025"], result.outlines
+        assert [m.group(1) for m in runs if not m.group(5)][-1:] in ([], ["1,201"])
+    # Each on a line of its own, no other output cut by one, and pytest's [ NN%] column
+    # where pytest puts it: the run's last line of dots ends in [100%] at the edge.
     assert not [line for line in result.outlines + result.errlines
-                if "tokaudit: data/slow" in line and not PROGRESS.match(line)]
+                if "tokaudit: " in line and "records" in line
+                and not (RUN_PROGRESS.match(line) or PROGRESS.match(line))]
+    ends = [line for line in result.outlines if re.search(r"\[ *\d+%\]$", line)]
+    assert ends and ends[-1].endswith("[100%]"), result.outlines
+    assert len({len(line) for line in ends}) == 1, ends
     assert summary_section(result)[1].startswith("data/quick.jsonl")
 
     quiet = project.run("-o", "tokaudit_progress_interval=0")
-    assert not [line for line in quiet.outlines + quiet.errlines if PROGRESS.match(line)]
+    assert not [line for line in quiet.outlines + quiet.errlines
+                if RUN_PROGRESS.match(line) or PROGRESS.match(line)]
 
 
 def test_a_bad_progress_interval_is_a_usage_error(pytester: pytest.Pytester):

@@ -395,7 +395,7 @@ def test_group_by_shows_a_drifting_provider_in_a_passing_file(project: TokProjec
         rows.append({"sample_id": k, "provider": provider, "model": "m",
                      "completion_tokens": billed, "output_ids": list(range(100))})
     project.jsonl("data/a.jsonl", rows)
-    project.ini(tokaudit_count_mean_rel="2%", tokaudit_group_by="provider model")
+    project.ini(tokaudit_count_mean_rel="2%", tokaudit_count_mean_abs=0, tokaudit_group_by="provider model")
     result = project.run("--tokaudit-json=audit.json")
     assert_no_crash(result)
     assert result.ret == FAILED
@@ -411,5 +411,5 @@ def test_group_by_shows_a_drifting_provider_in_a_passing_file(project: TokProjec
     assert sorted(entry["channels"]["groups"]) == [[["drifting", "m"], 20, 2060, 2000, 60],
                                                    [["steady", "m"], 20, 2000, 2000, 0]]
     # without group_by the file passes: the drift hides in the file's mean (1.47%)
-    project.ini(tokaudit_count_mean_rel="2%")
+    project.ini(tokaudit_count_mean_rel="2%", tokaudit_count_mean_abs=0)
     assert project.run().ret == OK

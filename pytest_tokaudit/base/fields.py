@@ -4,12 +4,14 @@ Parsing only (no tokenizer, no orjson): model/contract.py validates the ini text
 reader.py / engine/template.py read records with the parsed forms.
 
 - CountSum: `usage.completion_tokens + usage.completion_tokens_details.reasoning_tokens?`,
-  the billed count as a sum of integer fields; `?` marks an addend that may be missing or
-  null (it counts 0).
+  the billed count as integer fields and whole numbers added or subtracted
+  (`usage.completion_tokens - usage.completion_tokens_details.reasoning_tokens`); `?` marks
+  an addend that may be missing or null (it counts 0).
 - Template: `{choices.0.message.reasoning?}</think>{choices.0.message.content}<|im_end|>`,
   how a completion's tokens are rebuilt: `{path}` placeholders (`{path?}` may be missing or
-  null) between literal text; `{{` and `}}` are literal braces. Which literals are special
-  tokens is up to the tokenizer (engine/template.py).
+  null) between literal text; `{{` and `}}` are literal braces, `\\n`, `\\t` and `\\\\` a
+  newline, a tab and a backslash. Which literals are special tokens is up to the tokenizer
+  (engine/template.py).
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ def _path(text: str, what: str) -> Path:
 class Term:
     path: Path
     optional: bool = False
+    negative: bool = False  # subtracted: `usage.completion_tokens - usage.x.reasoning_tokens`
 
     def __str__(self) -> str:
         return ".".join(self.path) + "?" * self.optional
@@ -49,35 +52,86 @@ class Term:
 
 @dataclass(frozen=True, slots=True)
 class CountSum:
-    """The billed count as a sum of fields (at least two addends)."""
+    """The billed count as fields added or subtracted, plus a whole number: more than one
+    field, or one field and a constant (`completion_tokens - 1`)."""
 
     terms: tuple[Term, ...]
+    constant: int = 0
 
     def __str__(self) -> str:
-        return " + ".join(map(str, self.terms))
+        text = str(self.terms[0])
+        for t in self.terms[1:]:
+            text += f" {'-' if t.negative else '+'} {t}"
+        if self.constant:
+            text += f" {'-' if self.constant < 0 else '+'} {abs(self.constant)}"
+        return text
 
     @property
     def paths(self) -> tuple[Path, ...]:
         return tuple(t.path for t in self.terms)
 
 
+_COUNT_HELP = ("a field like usage.completion_tokens, or fields and whole numbers joined by "
+               "+ and -, like usage.completion_tokens - usage.completion_tokens_details."
+               "reasoning_tokens (`?`: an addend that may be missing or null counts 0)")
+
+
+# An operator: `+` anywhere, `-` with white space on a side (`a-b` is one field, as JSON
+# keys may hold hyphens). A field path in a formula holds no white space and none of
+# the characters of other arithmetic, so `a * 2` or `(a + b)` is refused, not read as a name.
+_OPERATOR = re.compile(r"\s*\+\s*|\s+-\s*|\s*-\s+")
+
+
+_NOT_ARITHMETIC = re.compile(r"[*/()=,<>^%]")
+
+
+_NUMBER = re.compile(r"[0-9]+")
+
+
 def parse_count_formula(text: str) -> Path | CountSum:
-    """'completion_tokens' -> ('completion_tokens',); 'a + b.c?' -> CountSum."""
-    terms = []
-    for word in text.split("+"):
-        word = word.strip()
+    """'completion_tokens' -> ('completion_tokens',); 'a + b.c? - d - 2' -> CountSum.
+
+    FieldError for anything else: an operator without an operand, a lone optional field,
+    no required field, arithmetic the grammar does not have (`*`, parentheses)."""
+    whole = text.strip()
+    if not whole:
+        raise FieldError(f"expected {_COUNT_HELP}, got {text!r}")
+    if whole[0] in "+-":
+        raise FieldError(f"{whole!r} starts with {whole[0]!r}: expected a field first, like "
+                         "usage.completion_tokens - 1")
+    words = _OPERATOR.split(whole)
+    signs = [m.group(0).strip() for m in _OPERATOR.finditer(whole)]
+    terms: list[Term] = []
+    constant = 0
+    for k, word in enumerate(words):
+        negative = k > 0 and signs[k - 1] == "-"
         if not word:
-            raise FieldError(f"expected {_FIELD_HELP} or a sum like a + b?, got {text.strip()!r}")
+            raise FieldError(f"{whole!r} has an operator without an operand: expected "
+                             f"{_COUNT_HELP}")
+        if _NUMBER.fullmatch(word):
+            constant += -int(word) if negative else int(word)
+            continue
+        bad = _NOT_ARITHMETIC.search(word)
+        why = (f"{bad.group(0)!r} is not + or -" if bad else
+               "white space inside a field name" if re.search(r"\s", word) else
+               "`?` only ends a field" if "?" in word[:-1] else "")
+        if why:
+            raise FieldError(f"cannot read {word!r} in {whole!r} ({why}): expected {_COUNT_HELP}")
         optional = word.endswith("?")
-        terms.append(Term(_path(word.removesuffix("?").strip(), repr(text.strip())), optional))
-    if len(terms) == 1:
-        if terms[0].optional:
-            raise FieldError(f"a lone field cannot be optional (?): {text.strip()!r}; "
-                             "`?` marks an addend of a sum that may be missing")
-        return terms[0].path
+        terms.append(Term(_path(word.removesuffix("?"), repr(whole)), optional, negative))
+    if not terms:
+        raise FieldError(f"{whole!r} names no field: expected {_COUNT_HELP}")
     if all(t.optional for t in terms):
-        raise FieldError(f"at least one addend must be required (without ?): {text.strip()!r}")
-    return CountSum(tuple(terms))
+        if len(terms) == 1:
+            raise FieldError(f"a lone field cannot be optional (?): {whole!r}; "
+                             "`?` marks an addend of a sum that may be missing")
+        raise FieldError(f"at least one addend must be required (without ?): {whole!r}")
+    if len(terms) == 1 and not constant and not terms[0].negative:
+        return terms[0].path
+    if terms[0].negative:  # only a constant came first ('10 - a'): keep it readable
+        raise FieldError(f"{whole!r}: write the fields first, then the whole numbers "
+                         "(usage.completion_tokens - 1)")
+    return CountSum(tuple(terms), constant)
 
 
 def count_paths(count_field: Path | CountSum) -> tuple[Path, ...]:
@@ -120,8 +174,31 @@ class Template:
 _TOKEN = re.compile(r"\{\{|\}\}|\{([^{}]*)\}|[{}]")
 
 
+_ESCAPES = {"n": "\n", "t": "\t", "\\": "\\"}
+
+
+_BACKSLASH = re.compile(r"\\(.?)", re.S)
+
+
+def unescape(text: str) -> str:
+    """`\\n`, `\\t` and `\\\\` read as Python strings read them (an ini file cannot hold a
+    newline in a value); FieldError for any other backslash sequence, which would otherwise
+    be encoded as its two characters, silently."""
+    def one(m: re.Match[str]) -> str:
+        char = m.group(1)
+        if char in _ESCAPES:
+            return _ESCAPES[char]
+        what = "a lone backslash at the end" if not char else f"unknown escape {m.group(0)!r}"
+        raise FieldError(f"{what} at character {m.start() + 1} of {text!r}: a template reads "
+                         "\\n (newline), \\t (tab) and \\\\ (a backslash)")
+
+    return _BACKSLASH.sub(one, text) if "\\" in text else text
+
+
 def parse_template(text: str) -> Template:
-    """'{a.b}</think>{c?}' -> Template; FieldError for unbalanced braces or bad paths."""
+    """'{a.b}</think>\\n\\n{c?}' -> Template; FieldError for unbalanced braces, bad paths or
+    an unknown backslash escape. `text` is kept as written (escapes and all)."""
+    written, text = text, unescape(text)
     parts: list[Part] = []
     literal: list[str] = []
     at = 0
@@ -146,9 +223,9 @@ def parse_template(text: str) -> Template:
     if "".join(literal):
         parts.append("".join(literal))
     if not any(type(p) is Placeholder for p in parts):
-        raise FieldError(f"no {{field}} placeholder in {text!r}: name the fields the text is "
-                         "built from, like {choices.0.message.content}")
-    return Template(text, tuple(parts))
+        raise FieldError(f"no {{field}} placeholder in {written!r}: name the fields the text "
+                         "is built from, like {choices.0.message.content}")
+    return Template(written, tuple(parts))
 
 
 def why_missing(obj: Any, path: Path) -> str:
@@ -193,3 +270,38 @@ def get_path(obj: Any, path: tuple[str, ...]) -> Any:
 
 
 _INDEX = re.compile(r"0|[1-9][0-9]{0,17}").fullmatch  # a list index as JSON paths write it
+
+
+def paths_of(obj: Any, limit: int = 200, depth: int = 6) -> list[str]:
+    """The dotted paths of a parsed record, shallow ones first (a list's first item stands
+    for all of them), to name the fields closest to one no record has."""
+    out: list[str] = []
+    queue: list[tuple[str, Any, int]] = [("", obj, 0)]
+    for prefix, value, level in queue:
+        if len(out) >= limit:
+            break
+        if type(value) is dict:
+            items = list(value.items())
+        elif type(value) is list and value and type(value[0]) in (dict, list):
+            items = [("0", value[0])]  # not a list of values: the ids may be cut out (fastids)
+        else:
+            continue
+        for key, child in items:
+            path = f"{prefix}.{key}" if prefix else str(key)
+            out.append(path)
+            if level + 1 < depth:
+                queue.append((path, child, level + 1))
+    return out[:limit]
+
+
+def closest_paths(path: str, seen: list[str], n: int = 3) -> list[str]:
+    """The paths of `seen` most like `path` (a typo's likely meaning), best first."""
+    import difflib
+
+    close = difflib.get_close_matches(path, seen, n=n, cutoff=0.6)
+    if close:
+        return close
+    # A typo in the last part only: compare last parts among paths of the same parent.
+    head, _, last = path.rpartition(".")
+    siblings = {p.rpartition(".")[2]: p for p in seen if p.rpartition(".")[0] == head}
+    return [siblings[k] for k in difflib.get_close_matches(last, list(siblings), n=n, cutoff=0.6)]

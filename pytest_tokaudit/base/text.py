@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import os
+from pathlib import Path
 from typing import Any
 
 # Control characters (C0, DEL, C1) and the Unicode line and paragraph separators.
@@ -39,6 +41,17 @@ def record_label(id_field: tuple[str, ...], record_id: Any) -> str:
     if record_id is None or not id_field:
         return ""
     return f"{'.'.join(id_field)}={record_id!r}: "
+
+
+def workspace_path(rootpath: Path, rel: str, workspace: str | None) -> str:
+    """A rootdir-relative path as CI shows it: relative to `workspace` ($GITHUB_WORKSPACE, the
+    repository) when set, else to the rootdir; always with `/`. A URL stays as it is."""
+    if workspace and "://" not in rel:
+        try:
+            rel = os.path.relpath(Path(rootpath, rel), workspace)
+        except ValueError:  # another drive
+            rel = str(Path(rootpath, rel))
+    return rel.replace(os.sep, "/")
 
 
 def columns(header: list[str], rows: list[list[str]], right: set[int]) -> list[str]:

@@ -75,9 +75,7 @@ class GroupCheck:
             return None  # the file's own mean check says it
         out = []
         for key, (n, billed, _, absdiff) in sorted(groups.items()):
-            if billed and absdiff / billed > limit:
-                out.append(Finding(
-                    "count_mean",
-                    f"[{label(contract.group_by, key)}] mean |diff| {absdiff / n:.2f} / mean billed "
-                    f"{billed / n:,.1f} = {absdiff / billed:.3%} > {limit:.3%} ({n:,} records)"))
+            why = contract.mean_breach(n, billed, absdiff)
+            if why:
+                out.append(Finding("count_mean", f"[{label(contract.group_by, key)}] {why} ({n:,} records)"))
         return out

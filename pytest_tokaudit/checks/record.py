@@ -53,15 +53,8 @@ class CountCheck:
 
     @pytest.hookimpl
     def pytest_tokaudit_check_file(self, summary: SummaryView, contract: Contract) -> list[Finding]:
-        out = []
-        limit = contract.count_mean_rel
-        if limit is not None and summary.checked and summary.mean_ratio > limit:
-            out.append(Finding(
-                "count_mean",
-                f"mean |diff| {summary.mean_absdiff:.2f} / mean billed "
-                f"{summary.mean_billed:,.1f} = {summary.mean_ratio:.3%} > {limit:.3%}",
-            ))
-        return out
+        why = contract.mean_breach(summary.checked, summary.billed, summary.absdiff)
+        return [Finding("count_mean", why)] if why else []
 
 
 class StructureCheck:

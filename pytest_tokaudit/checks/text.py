@@ -53,47 +53,54 @@ class FinishReasonCheck:
 
     @staticmethod
     def reads(contract: Any) -> frozenset[str]:
-        """Its batch hook counts the finish reasons where records are read whole anyway."""
-        return frozenset({"data"} if _tallied(contract) else ())
-
-    @pytest.hookimpl
-    def pytest_tokaudit_check_batch(self, records, contract, summary):
-        """Finish reasons per file, for the HTML report (with tokaudit_finish_reason or
-        tokaudit_group_by: the records' fields are read then anyway)."""
-        if not _tallied(contract):
-            return None
-        figures = writable(summary).figures
-        for record in records:
-            value = _reason(record, contract.finish_reason_field)
-            if value is not None:
-                figures.add_finish(value if type(value) is str else repr(value))
-        return None
+        """Its batch hook reads the records' fields: to count finish reasons (HTML report)
+        and to judge those of records that cannot be checked."""
+        return frozenset({"data"} if _tallied(contract) or contract.finish_reason else ())
 
     @pytest.hookimpl
     def pytest_tokaudit_check_record(self, record, contract):
-        allowed = contract.finish_reason
-        if not allowed:
+        if not contract.finish_reason or not contract.finish_reason_field:
             return None
+        why = self.why(_data(record), contract)
+        return Finding("finish_reason", why) if why else None
 
-        field = contract.finish_reason_field
-        if not field:
+    @pytest.hookimpl
+    def pytest_tokaudit_check_batch(self, records, contract, summary, unusable):
+        """Finish reasons per file, for the HTML report (with tokaudit_finish_reason or
+        tokaudit_group_by: the records' fields are read then anyway); and records that cannot
+        be checked still say why the API stopped (null content cut at max_tokens is both a
+        schema finding and this one)."""
+        if _tallied(contract):
+            figures = writable(summary).figures
+            for record in records:
+                value = get_path(_data(record), contract.finish_reason_field)
+                if value is not MISSING and value is not None:
+                    figures.add_finish(value if type(value) is str else repr(value))
+        if not contract.finish_reason or not contract.finish_reason_field:
             return None
-        value = _reason(record, field)
-        if value is None or value in allowed:
+        out = []
+        for u in unusable:
+            why = self.why(u.data, contract) if u.data is not None else None
+            if why:
+                out.append(Finding("finish_reason", why, u.line, u.id))
+        return out
+
+    @staticmethod
+    def why(data: Any, contract: Any) -> str | None:
+        value = get_path(data, contract.finish_reason_field)
+        if value is MISSING or value is None or value in contract.finish_reason:
             return None
-        name = ".".join(field)
-        want = " or ".join(allowed)
+        name = ".".join(contract.finish_reason_field)
+        want = " or ".join(contract.finish_reason)
         cut = " (the response was cut at max_tokens)" if value == "length" else ""
-        return Finding("finish_reason", f"{name} {value!r}, expected {want}{cut}")
+        return f"{name} {value!r}, expected {want}{cut}"
 
 
 def _tallied(contract: Any) -> bool:
     return bool((contract.finish_reason or contract.group_by) and contract.finish_reason_field)
 
 
-def _reason(record: Any, field: tuple[str, ...]) -> Any:
-    """The record's finish reason, or None. A JSONL record's _data: its ids stay unparsed
-    (the fast path never cuts this field out); a Parquet row builds its data."""
-    data = record._data if type(record) in (Record, TextRecord) else record.data
-    value = get_path(data, field)
-    return None if value is MISSING else value
+def _data(record: Any) -> Any:
+    """A JSONL record's _data: its ids stay unparsed (the fast path never cuts this field
+    out); a Parquet row builds its data."""
+    return record._data if type(record) in (Record, TextRecord) else record.data

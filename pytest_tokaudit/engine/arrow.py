@@ -34,6 +34,7 @@ from ..sources.parse import (
     _schema,
     _template_texts,
     check_ids,
+    rejected,
     sum_terms,
 )
 from .observers import NONE, Observers
@@ -309,12 +310,13 @@ def _audit_table(source: Any, table: Any, contract: Contract, hook: Any, summary
                 summary.audited += 1
                 if type(item) is Rejected:
                     pending += item.findings
+                    summary.add_unchecked(item.missing, item.data)  # a row is an object
                     if item.count is not None:
                         summary.billed_unusable += item.count
                         summary.unusable_billed += 1
                     at = item.findings[0].line
                     assert at is not None  # _rows_of gives each finding its row
-                    unusable.append(Unusable(at, item.record_id, item.count))
+                    unusable.append(Unusable(at, item.record_id, item.count, item.data))
                 else:
                     records.append(item)
                 if len(records) + len(unusable) >= BATCH_RECORDS:
@@ -436,7 +438,6 @@ def _rows_of(batch: Any, before: int, contract: Contract, tokens: tuple[int, ...
     count_field = contract.count_field
     if isinstance(count_field, CountSum):
         terms = [(t, _values(batch, t.path, n)) for t in count_field.terms]
-        count_name = str(count_field)
     else:
         count_vals = _values(batch, count_field)
         count_name = ".".join(count_field)
@@ -455,7 +456,7 @@ def _rows_of(batch: Any, before: int, contract: Contract, tokens: tuple[int, ...
             problems.append(_id_problem(rid, id_name))
             rid = None
         if isinstance(count_field, CountSum):
-            count = _sum(terms, row, problems, count_name)
+            count = _sum(terms, row, problems, count_field)
         else:
             count = count_vals[row]
             if not (type(count) is int and 0 <= count <= U64_MAX):
@@ -483,7 +484,8 @@ def _hits(flat: Any, parents: Any, token: int) -> Counter[int]:
     return Counter(pc.take(parents, pc.indices_nonzero(pc.equal(flat, scalar))).to_pylist())
 
 
-def _sum(terms: list[tuple[Any, list[Any]]], row: int, problems: list[str], formula: str) -> int | None:
+def _sum(terms: list[tuple[Any, list[Any]]], row: int, problems: list[str],
+         formula: CountSum) -> int | None:
     """A billing sum for one row, as the JSONL reader's (an optional addend that is null, or
     whose column is absent, counts 0)."""
     return sum_terms(((term, values[row]) for term, values in terms), formula, problems)
@@ -511,7 +513,7 @@ def _text_rows_of(batch: Any, before: int, contract: Contract, tokens: tuple[int
         problems, record_id, count, ids = _schema(obj, contract, True)
         texts = _template_texts(obj, contract, problems)
         if problems or texts is None:
-            yield Rejected([Finding("schema", p, line, record_id) for p in problems], record_id, count)
+            yield rejected(obj, contract, problems, line, record_id, count)
             continue
         yield TextRecord(line, obj, record_id, count, ids, texts=texts)
 

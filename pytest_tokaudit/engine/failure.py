@@ -7,7 +7,7 @@ from typing import Any
 
 from ..base.findings import Finding
 from ..base.formats import location
-from ..base.text import printable, record_label
+from ..base.text import plural, printable, record_label
 from ..model.contract import Contract
 from ..model.summary import FileSummary
 
@@ -15,7 +15,7 @@ from ..model.summary import FileSummary
 CHECK_KEYS = {
     "count": ("count_abs", "count_rel", "count_outliers"),
     "count_outliers": ("count_outliers",),
-    "count_mean": ("count_mean_rel",),
+    "count_mean": ("count_mean_abs", "count_mean_rel"),
     "require_once": ("require_once",),
     "require_last": ("require_last",),
     "forbid": ("forbid",),
@@ -27,11 +27,12 @@ CHECK_KEYS = {
 }
 
 
-def finding_line(path: str, f: Finding, contract: Contract, offset: int = 0, note: str = "") -> str:
+def finding_line(path: str, f: Finding, id_field: tuple[str, ...], offset: int = 0,
+                 note: str = "") -> str:
+    """`path:LINE: id=...: check: message`; `id_field` from the file's summary (id_path)."""
     where = location(path, f.line + offset) if f.line is not None else path
     # Data values reach messages (a user's check quoting a field): one line, escaped.
-    return printable(f"{where}: {record_label(contract.id_field, f.record_id)}{f.check}: "
-                     f"{f.message}{note}")
+    return printable(f"{where}: {record_label(id_field, f.record_id)}{f.check}: {f.message}{note}")
 
 
 OUTLIER_NOTES = {True: " (allowed outlier)", False: "",
@@ -50,8 +51,23 @@ def verdict(summary: FileSummary, contract: Contract) -> str:
         parts.append(
             f"{bad_records:,} of {summary.audited:,} audited records{where} break the contract"
         )
-    parts += [f.message for f in summary.file_findings]
+    parts += [f.message for f in file_level(summary)]
     return printable("; ".join(parts)) or "the file breaks the contract"
+
+
+def file_level(summary: FileSummary) -> list[Finding]:
+    """The file's findings without a line: a field no record has first (said once, in
+    place of one finding per record), then the per-file checks' and read errors."""
+    return summary.absent_findings() + list(summary.file_findings)
+
+
+def listed(summary: FileSummary) -> tuple[list[Finding], list[Finding], int]:
+    """(shown findings, shown allowable ones, findings at records not shown): the
+    "missing field" findings of a field no record has are left out, said by file_level."""
+    errors = summary.shown_findings()
+    hidden = sum(n for _, n in summary.absent_fields())
+    more = summary.failing + summary.allowable - len(errors) - len(summary.shown_allowable) - hidden
+    return errors, list(summary.shown_allowable), more
 
 
 def failure_lines(
@@ -65,24 +81,53 @@ def failure_lines(
 def failure_text(summary: FileSummary, contract: Contract, offset: int = 0) -> str:
     """The failure section of one file: verdict, bad records, file-level findings, sources."""
     lines = [verdict(summary, contract)]
-    shown = [(f, "") for f in summary.shown]
-    shown += [(f, OUTLIER_NOTES[summary.forgiven(f.check)]) for f in summary.shown_allowable]
+    errors, allowable, more = listed(summary)
+    shown = [(f, "") for f in errors]
+    shown += [(f, OUTLIER_NOTES[summary.forgiven(f.check)]) for f in allowable]
     shown.sort(key=lambda pair: pair[0].line or 0)  # shown findings all have a line
-    lines += [finding_line(summary.path, f, contract, offset, n) for f, n in shown]
-    more = summary.failing + summary.allowable - len(shown)
+    id_field = summary.id_path(contract.id_field)
+    lines += [finding_line(summary.path, f, id_field, offset, n) for f, n in shown]
     if more > 0:
         lines.append(f"... and {more:,} more (tokaudit_max_shown = {summary.max_shown})")
-    for f in summary.file_findings:
-        lines.append(finding_line(summary.path, f, contract))
+    for f in file_level(summary):
+        lines.append(finding_line(summary.path, f, id_field))
+    lines += _sources(summary.by_check, contract)
+    return "\n".join(lines)
+
+
+def _sources(checks: Any, contract: Contract) -> list[str]:
+    """The `contract: ...` line: where the tolerances of these checks came from."""
     keys: list[str] = []
-    for check in summary.by_check:
+    for check in checks:
         # Every check's allowance is tokaudit_count_outliers (checks/record.py's are listed above).
         for attr in CHECK_KEYS.get(check, ("count_outliers",) if check.endswith("_outliers") else ()):
             if attr not in keys:
                 keys.append(attr)
-    if keys:
-        lines.append(f"contract: {contract.describe(tuple(keys))}")
-    return "\n".join(lines)
+    return [f"contract: {contract.describe(tuple(keys))}"] if keys else []
+
+
+def whole_file_lines(summary: FileSummary, findings: list[Finding], contract: Contract,
+                     failing_shards: list[str]) -> tuple[str, list[str]]:
+    """(verdict, section lines) of a sharded file's [file] item, which judges what no shard
+    can: the allowances, the mean and the file checks (`findings`, its own), with the
+    allowable records they weigh. A record with a finding no allowance forgives fails the
+    shard that holds it, as a shard's read error does, and is listed there: one bad record
+    is one failure, not repeated here."""
+    path, id_field = summary.path, summary.id_path(contract.id_field)
+    lines = ["; ".join(f.message for f in findings) or "the file breaks the contract"]
+    lines += [finding_line(path, f, id_field, 0, OUTLIER_NOTES[summary.forgiven(f.check)])
+              for f in summary.shown_allowable]
+    more = summary.allowable - len(summary.shown_allowable)
+    if more > 0:
+        lines.append(f"... and {more:,} more (tokaudit_max_shown = {summary.max_shown})")
+    lines += [finding_line(path, f, id_field) for f in findings]
+    if failing_shards:
+        what = (f"{plural(summary.bad_records, 'record')} with findings no allowance forgives"
+                if summary.bad_records else "findings")
+        lines.append(f"({what}: failures of {', '.join(failing_shards)}, listed there)")
+    checks = [f.check for f in summary.shown_allowable] + [f.check for f in findings]
+    lines += _sources(dict.fromkeys(checks), contract)
+    return lines[0], lines
 
 
 @dataclass
@@ -98,11 +143,11 @@ class Entry:
 
 def entries(s: FileSummary) -> tuple[list[Entry], int]:
     """(the shown findings in line order, then file-level ones; how many more not shown)."""
-    shown: list[tuple[Finding, str]] = [(f, "error") for f in s.shown]
+    errors, allowable, more = listed(s)
+    shown: list[tuple[Finding, str]] = [(f, "error") for f in errors]
     shown += [(f, "warning" if s.complete and s.forgiven(f.check) is not False else "error")
-              for f in s.shown_allowable]
+              for f in allowable]
     shown.sort(key=lambda pair: pair[0].line or 0)
     out = [Entry(level, f.check, f.message, f.line, f.record_id) for f, level in shown]
-    more = s.failing + s.allowable - len(shown)
-    out += [Entry("error", f.check, f.message) for f in s.file_findings]
+    out += [Entry("error", f.check, f.message) for f in file_level(s)]
     return out, max(more, 0)

@@ -67,10 +67,12 @@ class PlainPass:
             summary.audited += 1
             if type(parsed) is Rejected:
                 self.pending += parsed.findings
+                if parsed.data is not None:  # an object: which required fields it lacks
+                    summary.add_unchecked(parsed.missing, parsed.data)
                 if parsed.count is not None:  # spend is spend, checkable or not
                     summary.billed_unusable += parsed.count
                     summary.unusable_billed += 1
-                self.unusable.append(Unusable(line, parsed.record_id, parsed.count))
+                self.unusable.append(Unusable(line, parsed.record_id, parsed.count, parsed.data))
             else:
                 self.batch.append(parsed)
                 self.batch_ids += parsed.n_ids
@@ -186,11 +188,17 @@ def check_file(path: Path, contract: Contract, hook: Any, summary: FileSummary) 
     for check, n in sorted(summary.outliers.items()):
         if n > allowed:
             what = "the count tolerance" if check == "count" else f"{check} (an allowable finding)"
-            summary.add_finding(Finding(
-                f"{check}_outliers",
-                f"{n} record{'s break' if n != 1 else ' breaks'} {what}, at most {allowed} "
-                f"allowed ({contract.count_outliers} of {summary.audited:,} audited)",
-            ))
+            of = f"at most {allowed} allowed ({contract.count_outliers} of {summary.audited:,} audited)"
+            # The same check's findings no allowance forgives (for the count: beyond
+            # tokaudit_count_outlier_max) are listed too: the numbers must add up.
+            never = summary.by_check.get(check, 0) - n
+            if never > 0:
+                why = "beyond tokaudit_count_outlier_max" if check == "count" else "not allowable"
+                text = (f"{n + never} records break {what}, {never} of them {why} (never "
+                        f"allowed); of the other {n}, {of}")
+            else:
+                text = f"{n} record{'s break' if n != 1 else ' breaks'} {what}, {of}"
+            summary.add_finding(Finding(f"{check}_outliers", text))
     view = SummaryView(summary)
     for result in hook.pytest_tokaudit_check_file(path=path, summary=view, contract=contract):
         for f in answer(result, FILE, hook):

@@ -272,10 +272,12 @@ def parse_required_field(value: Any) -> tuple[str, ...]:
 
 
 def parse_count_field(value: Any) -> tuple[str, ...] | CountSum:
-    """A field, or a sum of fields: 'usage.completion_tokens + usage.x.reasoning_tokens?'."""
+    """A field, or fields and whole numbers added or subtracted:
+    'usage.completion_tokens + usage.x.reasoning_tokens?', 'a - b.c', 'completion_tokens - 1'.
+    Anything the grammar cannot read is an error, never a field named after the text."""
     if isinstance(value, CountSum):
         return value
-    if isinstance(value, str) and ("+" in value or "?" in value):
+    if isinstance(value, str) and value.strip():
         try:
             return parse_count_formula(value)
         except FieldError as exc:
@@ -296,6 +298,23 @@ def parse_optional_template(value: Any) -> Template | None:
         return parse_template(value.strip())
     except FieldError as exc:
         raise ContractError(str(exc)) from None
+
+
+def parse_mean_abs(value: Any) -> float:
+    """A number of tokens, whole or not (5, '2.5'); empty: 0."""
+    if _unset(value):
+        return 0.0
+    if _is_number(value):
+        n = float(value)
+    elif isinstance(value, str) and _DECIMAL.fullmatch(value.strip()):
+        n = float(value.strip())
+    else:
+        raise ContractError(f"expected a number of tokens like 5 or 2.5, got {_shown(value)}")
+    if not math.isfinite(n) or n < 0:
+        raise ContractError(f"expected a non-negative number of tokens, got {_shown(value)}")
+    if n > MAX_COUNT:
+        raise ContractError(f"{_shown(value)} is out of range: at most {MAX_COUNT:,}")
+    return n
 
 
 def parse_optional_limit(value: Any) -> Allowance | None:
@@ -387,14 +406,19 @@ class Key:
         count "int" (pytest's int() reads the text), and a key that also takes text ('2%',
         empty for unset) stays "string", so the table needs a string for it.
         """
-        if self.kind == "args":
-            return "args"
-        if _UNION_TYPES:
-            unions = {"bool": str | bool, "int": str | int, "int?": str | int, "float": str | float}
-            return unions.get(self.kind, "string")
-        if _TYPED_TOML and self.kind in ("bool", "int"):
-            return self.kind
-        return "string"
+        return ini_type(self.kind)
+
+
+def ini_type(kind: str) -> Any:
+    """The `type` for parser.addini of a key of this kind (Key.ini_type says why)."""
+    if kind == "args":
+        return "args"
+    if _UNION_TYPES:
+        unions = {"bool": str | bool, "int": str | int, "int?": str | int, "float": str | float}
+        return unions.get(kind, "string")
+    if _TYPED_TOML and kind in ("bool", "int"):
+        return kind
+    return "string"
 
 
 KEYS: tuple[Key, ...] = (
@@ -405,8 +429,8 @@ KEYS: tuple[Key, ...] = (
         "field holding the token ids (dots reach into nested objects)",
         doc="field holding the token ids; dots reach into nested objects and numbers index lists (`response.ids`, `choices.0.ids`)"),
     Key("tokaudit_count_field", "count_field", parse_count_field, "completion_tokens",
-        "field holding the billed token count, or a sum of fields (a + b?)",
-        doc="field holding the billed count (`usage.completion_tokens` works), or a sum for providers that bill reasoning apart: `usage.completion_tokens + usage.completion_tokens_details.reasoning_tokens?` (`?`: a missing or null addend counts 0); the budget and summaries use the same sum"),
+        "field holding the billed token count, or fields and whole numbers added or subtracted (a + b? - 1)",
+        doc="field holding the billed count (`usage.completion_tokens` works), or fields and whole numbers added or subtracted: `usage.completion_tokens + usage.completion_tokens_details.reasoning_tokens?` for providers that bill reasoning apart (`?`: a missing or null addend counts 0), `usage.completion_tokens - usage.completion_tokens_details.reasoning_tokens` to audit the visible answer alone; a result below 0 is a finding at the record; the budget and summaries use the same formula"),
     Key("tokaudit_id_field", "id_field", parse_field, "sample_id",
         "field identifying a record (empty: records have no id)",
         doc="field naming a record, shown with every finding; a string or an int; empty: no ids"),
@@ -426,11 +450,14 @@ KEYS: tuple[Key, ...] = (
         "per record: a record off by more than this (200 or 50% of billed) is never an allowed outlier", "int?",
         doc="per record: how far off an allowed outlier may be, tokens (`200`) or a share of its billed count (`50%`); a record off by more is a finding `tokaudit_count_outliers` never forgives"),
     Key("tokaudit_count_mean_rel", "count_mean_rel", parse_optional_rel, "0.5%",
-        "per file: mean |diff| / mean billed must not exceed it (empty: off)", "float",
-        doc="per file: mean abs diff / mean billed must not exceed it (a real audit measured 0.04%); empty turns it off"),
+        "per file: mean |diff| <= max(tokaudit_count_mean_abs, rel * mean billed) (empty: off)", "float",
+        doc="per file: `mean(abs(billed - len(ids))) <= max(mean_abs, mean_rel * mean billed)`: the relative part (a real audit measured 0.04%); empty turns the mean check off"),
+    Key("tokaudit_count_mean_abs", "count_mean_abs", parse_mean_abs, "5",
+        "per file: the absolute part of the mean tolerance, in tokens (0: none)", "float",
+        doc="the absolute part of that tolerance, in tokens (`2.5` works; `0`: none): short answers' noise and a provider's framing tokens stay under it (see How the defaults were chosen)"),
     Key("tokaudit_text_template", "text_template", parse_optional_template, "",
         "how a completion's tokens are rebuilt from the record: {field} placeholders and special tokens",
-        doc="how a completion's tokens are rebuilt from its text (needs a tokenizer): `{dotted.path}` placeholders (`{path?}`: may be missing or null) and literal special tokens, e.g. `{choices.0.message.reasoning?}</think>{choices.0.message.content}<|im_end|>`. Records without the ids field are audited on the ids it yields; records with both are checked by `ids_match_text` (see Raw API responses)"),
+        doc="how a completion's tokens are rebuilt from its text (needs a tokenizer): `{dotted.path}` placeholders (`{path?}`: may be missing or null), literal text and special tokens (`\\n`, `\\t`, `\\\\`: a newline, a tab, a backslash; any other backslash sequence is an error), e.g. `{choices.0.message.reasoning?}</think>{choices.0.message.content}<|im_end|>`. Records without the ids field are audited on the ids it yields; records with both are checked by `ids_match_text` (see Raw API responses)"),
     Key("tokaudit_finish_reason_field", "finish_reason_field", parse_field, "choices.0.finish_reason",
         "field holding the finish reason (judged by tokaudit_finish_reason)",
         doc="field holding why the API stopped; a record without it (or with null) is not judged by `tokaudit_finish_reason`"),
@@ -567,6 +594,7 @@ class Contract:
     count_outlier_max: Allowance | None = None
     unique_text: bool = False
     group_by: tuple[str, ...] = ()
+    count_mean_abs: float = 5.0
     cache_dir: str = ""  # where results are cached, not a rule: no part of a cache key
     # Token specs resolved to ids (names need the tokenizer); filled by resolve_tokens.
     require_once_ids: tuple[int, ...] = ()
@@ -634,6 +662,19 @@ class Contract:
 
     def count_tolerance(self, billed: int) -> float:
         return max(self.count_abs, self.count_rel * billed)
+
+    def mean_breach(self, records: int, billed: int, absdiff: int) -> str | None:
+        """Why `records` records' mean |diff| breaks the mean tolerance
+        (max(count_mean_abs, count_mean_rel * mean billed)), or None: off, or within."""
+        rel, most = self.count_mean_rel, self.count_mean_abs
+        if rel is None or not records or absdiff <= max(most * records, rel * billed):
+            return None
+        mean = absdiff / records
+        if not billed:  # nothing billed: no share to judge, only the tokens
+            return f"mean |diff| {mean:.2f} > {most:g} tokens (mean billed 0)" if most else None
+        text = (f"mean |diff| {mean:.2f} / mean billed {billed / records:,.1f} = "
+                f"{absdiff / billed:.3%} > {rel:.3%}")
+        return text + (f", and {mean:.2f} > {most:g} tokens" if most else "")
 
     @property
     def needs_tokenizer(self) -> bool:
@@ -743,8 +784,10 @@ def _text(attr: str, value: Any) -> str:
         if attr in FIELD_ATTRS:
             return ".".join(value)
         return " ".join(w if _PLAIN_WORD.fullmatch(w) else shlex.quote(w) for w in value)
-    if isinstance(value, float) and attr != "price_per_mtok":
+    if isinstance(value, float) and attr not in ("price_per_mtok", "count_mean_abs"):
         return _fmt_rel(value)
+    if isinstance(value, float):
+        return f"{value:g}"
     return "" if value is None else str(value)
 
 

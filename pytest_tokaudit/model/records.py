@@ -200,11 +200,14 @@ SKIPPED: Final = _Skipped.SKIPPED
 class Unusable(NamedTuple):
     """A record of a batch that could not be checked, for batch hooks that need every
     record (the id checks, the budget): its line, and its id and billed count when they
-    could be read (else None)."""
+    could be read (else None); `data`, its fields when it was an object at all (a JSONL
+    record's whole object, a Parquet row's columns read), else None: what it still says
+    (its finish reason, say) can be judged."""
 
     line: int
     id: str | int | None
     billed: int | None
+    data: dict[str, Any] | None = None
 
 
 @final  # so that `type(parsed) is Rejected` tells Rejected and Record apart, to mypy too
@@ -217,3 +220,7 @@ class Rejected:
     findings: list[Finding] = field(default_factory=list)
     record_id: Any = None
     count: int | None = None
+    # For a record that parsed as an object: the required fields it lacks, and the object
+    # (whose paths name the closest ones when no record of the file has a field).
+    missing: tuple[str, ...] = ()
+    data: Any = field(default=None, compare=False)

@@ -276,7 +276,7 @@ def _file(v: _Checker, at: str, entry: Any, fmt_1: bool) -> tuple[FileSummary, d
         v.record_id(f"{here}[2]", worst[2])
         v.count(f"{here}[3]", worst[3])
         v.count(f"{here}[4]", worst[4])
-    for key in ("shown", "shown_allowable", "file_findings"):
+    for key in ("shown", "shown_allowable", "shown_more", "file_findings"):
         for k, finding in enumerate(v.list(f"{at}.{key}", entry.get(key, []))):
             _finding(v, f"{at}.{key}[{k}]", finding)
     if "worst_records" in entry:

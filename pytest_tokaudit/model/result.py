@@ -109,6 +109,15 @@ class RunResult:
     baseline_name: str = ""
     cache: dict[str, Any] = field(default_factory=dict)  # the JSON report's "cache"
     cache_line: str | None = None  # the terminal's line on reused items
+    # The verdicts this run did not give, and why: dataset checks (by name) and sharded
+    # files' [file] items (by path) skipped as partial, and the checks not selected (-k,
+    # --lf, --deselect): "skipped" or "not selected". `outcomes` holds the selected only.
+    unjudged: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def partial(self) -> bool:
+        """Whether this run judged less than the whole dataset."""
+        return bool(self.coverage.partial or self.unjudged)
 
 
 RESULT = pytest.StashKey[RunResult]()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import bisect
 import re
 from dataclasses import dataclass, field, fields, replace
@@ -10,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 import orjson
 
+from ..base.fields import closest_paths, paths_of
 from ..base.findings import Finding, HookError
 from ..base.text import printable
 from .figures import (
@@ -44,6 +46,9 @@ def merge_parts(parts: list[FileSummary],
 
 
 WORST = 5
+
+
+SEEN_PATHS = 200  # field paths kept from records that lack a required field
 
 
 PROPERTY = "tokaudit"  # the user_properties name a summary travels under
@@ -115,6 +120,10 @@ class FileSummary:
     by_check: dict[str, int] = field(default_factory=dict)
     shown: list[Finding] = field(default_factory=list)  # first `max_shown`, not allowable
     shown_allowable: list[Finding] = field(default_factory=list)
+    # Findings past `max_shown` that are not "missing field" ones (the first `max_shown`):
+    # a field no record has fills `shown`, and its findings are said once for the file;
+    # these are the file's other findings shown in their place (shown_findings).
+    shown_more: list[Finding] = field(default_factory=list)
     file_findings: list[Finding] = field(default_factory=list)
     rt_checked: int = 0
     rt_changed: int = 0
@@ -133,8 +142,25 @@ class FileSummary:
     # outliers of the file, and of each group with tokaudit_group_by.
     figures: Figures = field(default_factory=Figures)
     group_figures: GroupFigures = field(default_factory=GroupFigures)
+    # The id field the file was audited with (its own contract's, after any
+    # pytest_tokaudit_contract hook), dotted; "" when its records have no id. Every view
+    # labels the file's ids with it. None: a report from before it was kept.
+    id_field: str | None = None
+    # Records that parsed as objects but could not be checked; per required field, how many
+    # of them lacked it; and the paths of the first few such records. A field that every
+    # object lacks is a typo or a wrong contract, said once for the file (absent_fields).
+    unchecked: int = 0
+    missing: dict[str, int] = field(default_factory=dict)
+    seen_paths: list[str] = field(default_factory=list)
 
     # -- accumulation ------------------------------------------------------------------
+    def id_path(self, fallback: tuple[str, ...]) -> tuple[str, ...]:
+        """The id field the file's records were read with; `fallback` (the run's) when the
+        summary does not say."""
+        if self.id_field is None:
+            return fallback
+        return tuple(self.id_field.split(".")) if self.id_field else ()
+
     def add_counts(self, line: int, record_id: Any, billed: int, counted: int) -> None:
         self.checked += 1
         self.billed += billed
@@ -192,6 +218,8 @@ class FileSummary:
                 self.shown_allowable.append(finding)
         elif len(self.shown) < self.max_shown:
             self.shown.append(finding)
+        elif len(self.shown_more) < self.max_shown and not is_missing(finding):
+            self.shown_more.append(finding)
 
     def add_record_findings(self, found: list[Finding]) -> None:
         """Findings of a run of records, in line order."""
@@ -200,6 +228,15 @@ class FileSummary:
         self.outlier_records += len({f.line for f in found if f.allowable} - bad)
         for f in found:
             self.add_finding(f)
+
+    def add_unchecked(self, missing: tuple[str, ...], data: Any) -> None:
+        """A record that parsed as an object but could not be checked (model.records.Rejected)."""
+        self.unchecked += 1
+        for name in missing:
+            self.missing[name] = self.missing.get(name, 0) + 1
+        if missing and len(self.seen_paths) < SEEN_PATHS and data is not None:
+            known = set(self.seen_paths)
+            self.seen_paths += [p for p in paths_of(data) if p not in known][:SEEN_PATHS - len(known)]
 
     def add_roundtrip(self, ratio: float) -> None:
         self.rt_checked += 1
@@ -233,6 +270,34 @@ class FileSummary:
         """(absdiff, line, id, billed, counted), worst first."""
         rows = [(d, -neg, i, b, c) for d, neg, i, b, c in self.worst]
         return sorted(rows, key=lambda r: (-r[0], r[1]))
+
+    def absent_fields(self) -> list[tuple[str, int]]:
+        """(field, records) of each required field that no record has (every record that
+        parsed as an object lacks it): one file-level finding, not one per record."""
+        objects = self.checked + self.unchecked
+        return [(name, n) for name, n in self.missing.items() if n == objects]
+
+    def absent_findings(self) -> list[Finding]:
+        """The file-level findings absent_fields() gives, naming the closest paths seen."""
+        out = []
+        for name, n in self.absent_fields():
+            close = closest_paths(name, self.seen_paths)
+            top = [p for p in self.seen_paths if "." not in p]
+            hint = (f"closest in the records: {', '.join(map(repr, close))}" if close else
+                    f"the records have {', '.join(map(repr, top[:12]))}"
+                    + (f" and {len(top) - 12} more fields" if len(top) > 12 else ""))
+            out.append(Finding("schema", f"no record has field {name!r} (all {n:,} lack it: a "
+                                         f"typo in the contract?); {hint}"))
+        return out
+
+    def shown_findings(self) -> list[Finding]:
+        """The first `max_shown` findings at records that no allowance forgives, in line
+        order, without the "missing field" ones of a field no record has (absent_fields)."""
+        absent = {name for name, _ in self.absent_fields()}
+        if not absent:
+            return list(self.shown)
+        keep = [f for f in self.shown if missing_name(f) not in absent]
+        return (keep + self.shown_more)[:self.max_shown]  # both in line order, `more` later
 
     @property
     def billed_total(self) -> int:
@@ -277,7 +342,7 @@ class FileSummary:
             return
         self.figures.rebase(offset)
         self.group_figures.rebase(offset)
-        for name in ("shown", "shown_allowable"):
+        for name in ("shown", "shown_allowable", "shown_more"):
             setattr(self, name, [replace(f, line=f.line + offset) for f in getattr(self, name)])
         self.worst = [(d, neg - offset, *rest) for d, neg, *rest in self.worst]
 
@@ -286,20 +351,26 @@ class FileSummary:
         for name in (
             "lines", "blank", "records", "audited", "skipped", "checked", "billed",
             "counted", "absdiff", "findings", "allowable", "bad_records", "outlier_records",
-            "rt_checked", "rt_changed", "billed_unusable", "unusable_billed",
+            "rt_checked", "rt_changed", "billed_unusable", "unusable_billed", "unchecked",
         ):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.rt_ratio_sum += other.rt_ratio_sum
         self.max_absdiff = max(self.max_absdiff, other.max_absdiff)
         self.rt_ratio_max = max(self.rt_ratio_max, other.rt_ratio_max)
-        for mine, theirs in ((self.by_check, other.by_check), (self.outliers, other.outliers)):
+        known = set(self.seen_paths)
+        self.seen_paths += [p for p in other.seen_paths if p not in known][:max(SEEN_PATHS - len(known), 0)]
+        for mine, theirs in ((self.by_check, other.by_check), (self.outliers, other.outliers),
+                             (self.missing, other.missing)):
             for check, n in theirs.items():
                 mine[check] = mine.get(check, 0) + n
         for entry in other.worst:
             self._offer(tuple(entry))
         self.figures.merge(other.figures)
         self.group_figures.merge(other.group_figures)
-        self.shown = (self.shown + other.shown)[: self.max_shown]
+        both = self.shown + other.shown
+        self.shown = both[: self.max_shown]
+        spilt = [f for f in both[self.max_shown:] if not is_missing(f)]
+        self.shown_more = (self.shown_more + spilt + other.shown_more)[: self.max_shown]
         self.shown_allowable = (self.shown_allowable + other.shown_allowable)[: self.max_shown]
         self.file_findings += other.file_findings
         for name, values in other.channels.items():
@@ -311,7 +382,7 @@ class FileSummary:
     # -- travel --------------------------------------------------------------------------
     def to_json(self) -> str:
         data = {f.name: getattr(self, f.name) for f in fields(self)}
-        for name in ("shown", "shown_allowable", "file_findings"):
+        for name in ("shown", "shown_allowable", "shown_more", "file_findings"):
             data[name] = [f.to_json() for f in getattr(self, name)]
         data["figures"] = self.figures.to_json()
         data["group_figures"] = self.group_figures.to_json()
@@ -332,7 +403,7 @@ class FileSummary:
             data = orjson.loads(text)
         known = {f.name for f in fields(cls)}
         data = {k: v for k, v in data.items() if k in known}
-        for name in ("shown", "shown_allowable", "file_findings"):
+        for name in ("shown", "shown_allowable", "shown_more", "file_findings"):
             data[name] = [Finding.from_json(f) for f in data.get(name, [])]
         data["worst"] = [tuple(w) for w in data.get("worst", [])]
         data["figures"] = Figures.from_json(data.get("figures"))
@@ -340,7 +411,36 @@ class FileSummary:
         return cls(**data)
 
 
+_MISSING = re.compile(r"(?:text_template: )?missing field ('(?:[^'\\]|\\.)*'|\"[^\"]*\")(?: \(|$)")
+
+
+_RECORDS = re.compile(r'"records":(\d+)')
+
+
+def records_of(text: str) -> int:
+    """A summary's record count from its JSON (to_json) without reading the rest: the
+    counts come before the findings and channels, which may be large."""
+    m = _RECORDS.search(text, 0, 2000)
+    return int(m.group(1)) if m else 0
+
+
+def missing_name(finding: Finding) -> str | None:
+    """The field a record's "missing field" finding names (sources/parse.py words them),
+    else None."""
+    if finding.check != "schema":
+        return None
+    m = _MISSING.match(finding.message)
+    if m is None:
+        return None
+    return str(ast.literal_eval(m.group(1)))
+
+
+def is_missing(finding: Finding) -> bool:
+    return finding.check == "schema" and missing_name(finding) is not None
+
+
 _HIDDEN = frozenset({"add_counts", "add_finding", "add_record_findings", "add_roundtrip",
+                     "add_unchecked",
                      "rebase", "merge", "from_json"})
 
 

@@ -25,6 +25,11 @@ def add_options(parser: pytest.Parser, group: pytest.OptionGroup) -> None:
         module.add_options(parser, group)
 
 
+def ini_keys() -> list[str]:
+    """The ini keys the outputs declare (each module's INI_KEYS, if any)."""
+    return [key for module in modules() for key in getattr(module, "INI_KEYS", ())]
+
+
 def configure(config: pytest.Config) -> None:
     """With the audit on, after the controller: each output registers what it needs."""
     for module in modules():

@@ -14,12 +14,11 @@ workflow commands from both streams).
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
 
-from ..base.text import printable, record_label
+from ..base.text import printable, record_label, workspace_path
 from ..engine.failure import entries
 from ..model.result import MARKER, RESULT
 from ..model.summary import FileSummary
@@ -57,15 +56,8 @@ def enabled(config: pytest.Config) -> bool:
 
 
 def repo_path(config: pytest.Config, rel: str) -> str:
-    """A rootdir-relative path as the runner wants it: relative to GITHUB_WORKSPACE (the
-    repository) when set, else to the rootdir; always with `/`."""
-    workspace = os.environ.get("GITHUB_WORKSPACE")
-    if workspace:
-        try:
-            rel = os.path.relpath(Path(config.rootpath, rel), workspace)
-        except ValueError:  # another drive
-            rel = str(Path(config.rootpath, rel))
-    return rel.replace(os.sep, "/")
+    """A rootdir-relative path as the runner wants it (base.text.workspace_path)."""
+    return workspace_path(config.rootpath, rel, os.environ.get("GITHUB_WORKSPACE"))
 
 
 def workflow_commands(config: pytest.Config, files: list[FileSummary], outcomes: list[Any],
@@ -78,7 +70,8 @@ def workflow_commands(config: pytest.Config, files: list[FileSummary], outcomes:
         at_records = [e for e in listed if e.line is not None]
         for e in at_records:
             # Line breaks become %0A (escape_data): one annotation, never a command of its own.
-            message = printable(f"{record_label(id_field, e.record_id)}{e.message}", breaks=True)
+            message = printable(f"{record_label(s.id_path(id_field), e.record_id)}{e.message}",
+                                breaks=True)
             line = e.line
             if parquet:  # a binary file: the row goes in the message
                 message, line = f"row {line}: {message}", None

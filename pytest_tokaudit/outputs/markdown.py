@@ -10,11 +10,11 @@ from __future__ import annotations
 import html
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import pytest
 
-from ..base.text import printable, record_label
+from ..base.text import printable, record_label, workspace_path
 from ..engine.failure import entries
 from ..model.contract import money
 from ..model.result import RESULT
@@ -50,7 +50,10 @@ def target(config: pytest.Config) -> Path | None:
 
 def build(files: list[FileSummary], outcomes: list[Any], id_field: tuple[str, ...],
           exitstatus: int, partial: str | None, price: float | None,
-          anchor: str, money: Any) -> str:
+          anchor: str, money: Any, shown: Callable[[str], str] = str) -> str:
+    """The summary's Markdown. `id_field` labels the ids of files whose summary does not
+    name their own; `shown` turns a rootdir-relative path into the one the annotations
+    use (relative to $GITHUB_WORKSPACE when set)."""
     bad = [s for s in files if s.failed]
     good = [s for s in files if not s.failed]
     ok = exitstatus == 0
@@ -77,17 +80,17 @@ def build(files: list[FileSummary], outcomes: list[Any], id_field: tuple[str, ..
         out.append("")
     if bad:
         out += ["### Failing files", ""]
-        out += table(bad)
+        out += table(bad, shown)
         for s in bad:
             listed, more = entries(s)
             listed.sort(key=lambda e: e.line is not None)  # the file's verdicts first
-            out += ["", f"#### {code(s.path)}", ""]
+            out += ["", f"#### {code(shown(s.path))}", ""]
             for e in listed[:SHOWN]:
                 where = "" if e.line is None else (
                     f"row {e.line}" if s.path.endswith(".parquet") else f"line {e.line}")
                 where = f"{where}: " if where else ""
                 note = " (allowed outlier)" if e.level == "warning" else ""
-                out.append(f"- {where}{cell(record_label(id_field, e.record_id))}"
+                out.append(f"- {where}{cell(record_label(s.id_path(id_field), e.record_id))}"
                            f"**{cell(e.check)}**: {cell(e.message)}{note}")
             rest = more + max(len(listed) - SHOWN, 0)
             if rest:
@@ -96,21 +99,21 @@ def build(files: list[FileSummary], outcomes: list[Any], id_field: tuple[str, ..
     if good:
         out += [f"<details><summary>{len(good):,} file{'s' if len(good) != 1 else ''} "
                 "passed</summary>", ""]
-        out += table(good[:ROWS])
+        out += table(good[:ROWS], shown)
         if len(good) > ROWS:
             out += ["", f"... and {len(good) - ROWS:,} more"]
         out += ["", "</details>", ""]
     return "\n".join(out) + "\n"
 
 
-def table(files: list[FileSummary]) -> list[str]:
+def table(files: list[FileSummary], shown: Callable[[str], str] = str) -> list[str]:
     out = ["| file | records | audited | mean billed | mean counted | mean \\|diff\\| "
            "| max \\|diff\\| | findings |",
            "|---|--:|--:|--:|--:|--:|--:|--:|"]
     for s in files:
         status = "" if s.complete else " (not audited to the end)"
         out.append(
-            f"| {code(s.path)}{status} | {s.records:,} | {s.audited:,} | {s.mean_billed:,.1f} "
+            f"| {code(shown(s.path))}{status} | {s.records:,} | {s.audited:,} | {s.mean_billed:,.1f} "
             f"| {s.mean_counted:,.1f} | {s.mean_absdiff:.2f} ({s.mean_ratio:.2%}) "
             f"| {s.max_absdiff:,} | {s.findings:,} |"
         )
@@ -147,6 +150,7 @@ class JobSummary:
                 result.files, result.outcomes, contract.id_field,
                 int(session.exitstatus), result.coverage.partial, contract.price_per_mtok,
                 result.anchor, lambda n: money(n, contract),
+                lambda rel: workspace_path(self.config.rootpath, rel, os.environ.get("GITHUB_WORKSPACE")),
             )
         except Exception as exc:  # noqa: BLE001 - a summary must never break the gate
             self.error = f"cannot build it: {type(exc).__name__}: {exc}"

@@ -10,7 +10,7 @@ from ..base.formats import location
 from ..base.text import columns, printable
 from ..engine.failure import finding_line
 from ..model.contract import Contract, money
-from ..model.result import RESULT
+from ..model.result import RESULT, RunResult
 from ..model.summary import GROUPS, WORST, FileSummary, label, totals
 
 
@@ -177,7 +177,7 @@ def allowed_outliers(summaries: list[FileSummary], contract: Contract) -> list[s
         # Only a file audited to the end and judged whole has passed; a partly audited
         # sharded file's outliers were never weighed against its allowance.
         if s.complete and s.allowable and not s.failed:
-            out += [finding_line(s.path, f, contract) for f in s.shown_allowable]
+            out += [finding_line(s.path, f, s.id_path(contract.id_field)) for f in s.shown_allowable]
             if s.allowable > len(s.shown_allowable):
                 out.append(f"... and {s.allowable - len(s.shown_allowable):,} more in {printable(s.path)}")
     return out
@@ -223,7 +223,9 @@ def worst_table(summaries: list[FileSummary], contract: Contract,
     rows = [[printable(location(path, line)), "" if rid is None else repr(rid),
              f"{billed:,}", f"{counted:,}", f"{counted - billed:+,}"]
             for diff, path, line, rid, billed, counted in found]
-    id_name = ".".join(contract.id_field) or "id"
+    # Each file's own id field (a folder's contract may name another): one name if they agree.
+    names = {".".join(s.id_path(contract.id_field)) for s in summaries}
+    id_name = (names.pop() if len(names) == 1 else "") or "id"
     header = ["record", id_name, "billed", "counted", "diff"]
     _fit_first(header, rows, width)
     table = columns(header, rows, right={2, 3, 4})
@@ -268,6 +270,23 @@ class TerminalSummary:
         for kind, paths in (result.baseline or {}).items():
             if paths:
                 tr.write_line(f"{kind} since the baseline: {printable(', '.join(paths))}")
+        for line in partial_lines(result):
+            tr.write_line(line, yellow=True)
+
+
+def partial_lines(result: RunResult) -> list[str]:
+    """What a partial run did not judge, said last: green there is no verdict on the dataset."""
+    if not result.partial:
+        return []
+    out = ["", "tokaudit: PARTIAL RUN: a green result covers the part audited only, not the dataset"]
+    if result.coverage.partial:
+        out.append(f"  not audited: {result.coverage.partial}")
+    by_why: dict[str, list[str]] = {}
+    for name, why in result.unjudged.items():
+        by_why.setdefault(why, []).append(name)
+    for why, names in by_why.items():
+        out.append(f"  not judged ({why}): {', '.join(names)}")
+    return out
 
 
 def add_options(parser: pytest.Parser, group: pytest.OptionGroup) -> None:

@@ -115,3 +115,40 @@ def junit_attributes(config: pytest.Config, report: pytest.TestReport, attrs: di
             reporter.add_attribute(name, value)
     except (AttributeError, TypeError) as exc:
         raise PrivateApiError(f"pytest {pytest.__version__}: junitxml changed: {exc}") from None
+
+
+def ini_file_keys(config: pytest.Config) -> list[str]:
+    """The keys the ini file (pytest.ini, tox.ini, setup.cfg, either pyproject.toml table)
+    sets. pytest has no public list: it reads them from `Config._inicfg` (`Config.inicfg`
+    before pytest 9.1, deprecated since)."""
+    keys = getattr(config, "_inicfg", None)
+    if keys is None:
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            keys = getattr(config, "inicfg", None)
+    if keys is None:
+        raise PrivateApiError(f"pytest {pytest.__version__} has no Config._inicfg")
+    return list(keys)
+
+
+def write_above(terminalreporter: Any, text: str) -> None:
+    """Write `text` as a line of its own and put back the line pytest was writing (a file's
+    progress dots), so its `[ NN%]` column still lands where pytest puts it.
+
+    pytest's TerminalReporter keeps the line only in its TerminalWriter (`_tw`,
+    `_current_line`) and which file it belongs to in `currentfspath`."""
+    tw = getattr(terminalreporter, "_tw", None)
+    line = getattr(tw, "_current_line", None)
+    if tw is None or not isinstance(line, str):
+        raise PrivateApiError(f"pytest {pytest.__version__} has no TerminalWriter._current_line")
+    path = terminalreporter.currentfspath
+    if line:
+        tw.line()  # end the line pytest was writing (a -q run's dots have no currentfspath)
+    terminalreporter.currentfspath = None
+    terminalreporter.write_line(text)
+    if line:
+        tw.write(line)  # again: pytest's next dots and its [ NN%] follow on
+        terminalreporter.currentfspath = path
+    terminalreporter.flush()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +38,14 @@ def contract_from_config(config: pytest.Config) -> Contract:
     for key in KEYS:
         origin = "-o" if key.name in overrides else where_file
         try:
-            raw = config.getini(key.name)
+            with warnings.catch_warnings():
+                # [tool.pytest.ini_options] may hold a TOML list or number for a key read as
+                # text: pytest 9.2 warns that this will be a TypeError (pytest 10), which
+                # the except below makes a usage error; until then the key's own parser
+                # refuses the value, naming the key. Either way the user sees one error.
+                warnings.filterwarnings("ignore", message="Passing a value that is not a string",
+                                        category=pytest.PytestDeprecationWarning)
+                raw = config.getini(key.name)
         except (ValueError, TypeError, pytest.UsageError) as exc:
             # pytest's own check of the ini type (a TOML bool where a list belongs, ...).
             message = str(exc).removeprefix(f"{config.inipath}: ")

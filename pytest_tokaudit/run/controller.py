@@ -18,7 +18,7 @@ from typing import Any, cast
 import pytest
 
 from ..checks.dataset import IdIndex, evaluate
-from ..engine.failure import failure_lines
+from ..engine.failure import whole_file_lines
 from ..engine.plain import check_file
 from ..model.contract import Contract
 from ..model.outcome import Outcome
@@ -40,6 +40,7 @@ from .items import (
     Verdict,
     WholeFileItem,
     data_file_nodeid,
+    configured_checks,
     dataset_anchor,
     dataset_items,
     display_path,
@@ -265,11 +266,15 @@ class Controller:
     def judge_file(self, item: WholeFileItem) -> None:
         path = item.display
         whole = merge_parts(self.shards_of(path))
+        theirs = len(whole.file_findings)  # the shards' own (a read error): their failures
         check_file(item.source, item.contract, item.ihook, whole)
         whole.complete = True
         self.wholes[path] = whole
-        if whole.file_findings:
-            message, lines = failure_lines(whole, item.contract)
+        own = whole.file_findings[theirs:]
+        if own:
+            failing = [f"shard {(s.shard or 0) + 1} of {s.shards}" for s in
+                       sorted(self.shards_of(path), key=lambda s: s.shard or 0) if s.failed]
+            message, lines = whole_file_lines(whole, own, item.contract, failing)
             raise Verdict(message, lines, path, 1)
         item.add_report_section("call", "tokaudit", f"{whole.checked:,} records checked")
 
@@ -382,11 +387,21 @@ class Controller:
         files = self.files()
         by_path = self.by_path()
         baseline = self.config.pluginmanager.get_plugin("tokaudit.baseline")
+        # Only the checks that were selected were judged (or skipped): a check --lf or -k
+        # left out is "not selected", never reported as "skipped: partial run".
+        anchor = dataset_anchor(self.config) + "::"
+        chosen = {n[len(anchor):] for n in self.selected if n.startswith(anchor)}
+        unjudged = {name: "not selected" for name in self.check_names() if name not in chosen}
+        unjudged.update((o.name, "skipped") for o in self.outcomes.values()
+                        if o.name in chosen and o.outcome == "skipped")
+        unjudged.update((n.split("::")[0] + " [file]", "skipped") for n in sorted(self.unjudged)
+                        if n.endswith("::tokaudit[file]"))
         return RunResult(
             contract=self.contract,
             items=dict(self.summaries),
             files=files,
-            outcomes=list(self.outcomes.values()),
+            outcomes=[o for o in self.outcomes.values() if o.name in chosen],
+            unjudged=unjudged,
             coverage=self.coverage(),
             anchor=dataset_anchor(self.config),
             offsets={path: self.line_offsets(path, parts) for path, parts in by_path.items()
@@ -397,6 +412,14 @@ class Controller:
             cache=cache_report(self.config, self.summaries),
             cache_line=summary_line(self.config, self.summaries),
         )
+
+    def check_names(self) -> list[str]:
+        """coverage and the dataset checks configured (as collected), or [] if they cannot
+        be named (a hook's error, a collection error already)."""
+        try:
+            return configured_checks(self.config)
+        except pytest.UsageError:
+            return []
 
     def keep_lastfailed(self) -> None:
         """A check judged on part of the data never clears the failure it had."""

@@ -30,7 +30,7 @@ from ..base.findings import Finding
 from ..base.formats import source_of
 from ..base.text import printable
 from ..checks.dataset import check_names
-from ..engine.failure import failure_lines
+from ..engine.failure import failure_lines, listed
 from ..engine.observers import METER, SINK, Observers
 from ..engine.passes import audit
 from ..engine.plain import HookError, check_file
@@ -348,7 +348,8 @@ class AuditItem(TokauditItem):
 
     def runtest(self) -> None:
         contract = self.contract
-        summary = FileSummary(path=self.display, max_shown=contract.max_shown)
+        summary = FileSummary(path=self.display, max_shown=contract.max_shown,
+                              id_field=".".join(contract.id_field))
         if self.shard:
             summary.shard, summary.shards = self.shard
             summary.start = self.byte_range[0]
@@ -433,7 +434,8 @@ def changed_since_listing(source: Any, summary: FileSummary) -> None:
 
 def first_line(summary: Any, offset: int) -> int:
     """The line a file's failure points editors at: its first bad record, else line 1."""
-    lines = [f.line for f in summary.shown + summary.shown_allowable if f.line is not None]
+    errors, allowable, _ = listed(summary)
+    lines = [f.line for f in errors + allowable if f.line is not None]
     return min(lines) + offset if lines else 1
 
 

@@ -249,7 +249,12 @@ def parse_line(
     if contract.text_template is not None:
         texts = _template_texts(obj, contract, problems)
     if problems:
-        return Rejected([Finding("schema", p, line, record_id) for p in problems], record_id, count)
+        if cut is not None:  # the ids were cut out: the whole object, for batch hooks
+            try:
+                obj = _load(raw)
+            except _Invalid:  # cannot be: the cut line parsed
+                pass
+        return rejected(obj, contract, problems, line, record_id, count)
     if texts is not None:
         if cut is None:
             return TextRecord(line, obj, record_id, count, ids, texts=texts)
@@ -258,6 +263,38 @@ def parse_line(
     if cut is None:
         return Record(line, obj, record_id, count, ids)
     return Record(line, obj, record_id, count, None, cut[1], contract.ids_field[0])
+
+
+def rejected(obj: dict, contract: Contract, problems: list[str], line: int, record_id: Any,
+             count: int | None) -> Rejected:
+    """A record parsed as an object that cannot be checked: its schema findings, and which
+    required fields it lacks (a field no record of the file has is a typo, said once for
+    the file: model/summary.py, absent_fields)."""
+    missing = tuple(".".join(p) for p in required_paths(contract) if get_path(obj, p) is MISSING)
+    return Rejected([Finding("schema", p, line, record_id) for p in problems], record_id, count,
+                    missing, obj)
+
+
+def required_paths(contract: Contract) -> tuple[tuple[str, ...], ...]:
+    """The fields every record must have: the id, the billed count's required terms, the
+    ids (unless rebuilt from text) and the template's required placeholders."""
+    return _required_paths_of(contract.id_field, contract.count_field, contract.ids_field,
+                              contract.text_template)
+
+
+@functools.lru_cache(maxsize=64)
+def _required_paths_of(id_field: Any, count_field: Any, ids_field: Any,
+                       template: Any) -> tuple[tuple[str, ...], ...]:
+    paths = [id_field] if id_field else []
+    if isinstance(count_field, CountSum):
+        paths += [t.path for t in count_field.terms if not t.optional]
+    else:
+        paths.append(count_field)
+    if template is None:
+        paths.append(ids_field)
+    else:
+        paths += [ph.path for ph in template.placeholders if not ph.optional]
+    return tuple(dict.fromkeys(paths))
 
 
 @functools.lru_cache(maxsize=64)
@@ -348,21 +385,29 @@ def _count_sum(obj: dict, formula: CountSum, problems: list[str]) -> int | None:
     return sum_terms(((t, get_path(obj, t.path)) for t in formula.terms), formula, problems)
 
 
-def sum_terms(values: Iterable[tuple[Any, Any]], formula: Any, problems: list[str]) -> int | None:
-    """A billing sum from (term, value) pairs; a problem for each addend that is not a count
-    (an optional one missing or null counts 0). Parquet rows are summed by it too."""
-    total, bad = 0, False
+def sum_terms(values: Iterable[tuple[Any, Any]], formula: CountSum, problems: list[str]) -> int | None:
+    """A billing formula from (term, value) pairs: terms added or subtracted, then the
+    formula's constant. A problem for each term that is not a count (an optional one missing
+    or null counts 0), and for a result that is no count (negative, or past 64 bits).
+    Parquet rows are summed by it too."""
+    total, bad = formula.constant, False
     for term, value in values:
         if term.optional and (value is MISSING or value is None):
             continue
         if type(value) is int and 0 <= value <= U64_MAX:
-            total += value
+            total += -value if term.negative else value
         else:
             problems.append(_count_problem(value, ".".join(term.path)))
             bad = True
-    if not bad and total > U64_MAX:
+    if bad:
+        return None
+    if total > U64_MAX:
         problems.append(f"{formula} = {total} is out of range (over 2**64-1)")
-    return None if bad or total > U64_MAX else total
+        return None
+    if total < 0:
+        problems.append(f"{formula} = {total}: a billed count cannot be negative")
+        return None
+    return total
 
 
 def _id_problem(record_id: Any, name: str) -> str:

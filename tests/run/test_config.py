@@ -215,6 +215,17 @@ def test_toml_values_of_the_wrong_type_are_usage_errors_naming_the_key(
     assert re.fullmatch(re.escape(message).replace(r"\*", ".*"), usage_error(pytester))
 
 
+@pytest.mark.parametrize("key", ["tokaudit_count_abs", "tokaudit_progress_interval"])
+def test_a_toml_list_for_a_number_is_one_usage_error_and_no_warning(pytester: pytest.Pytester, key):
+    """pytest 9.2 warns (PytestRemovedIn10Warning) before handing a list to a key read as
+    text; the plugin refuses the value itself, naming the key, so the warning says nothing
+    more (and pytest 10's TypeError is the same usage error)."""
+    (pytester.path / "pyproject.toml").write_text(f"[tool.pytest.ini_options]\n{key} = [8]\n")
+    # (The configure step applies -W to what it warns, as a run does.)
+    message = usage_error(pytester, "-W", "error::pytest.PytestDeprecationWarning")
+    assert message.startswith(key), message
+
+
 # -- B, C. every bad value is a usage error naming its key ---------------------------------------
 
 BAD = {
@@ -232,7 +243,7 @@ BAD = {
 NUMBERS = ("tokaudit_count_abs", "tokaudit_count_rel", "tokaudit_count_outliers",
            "tokaudit_max_shown", "tokaudit_shard_size", "tokaudit_baseline_rel",
            "tokaudit_max_line_bytes")
-OPTIONAL_NUMBERS = ("tokaudit_count_mean_rel", "tokaudit_roundtrip_rel", "tokaudit_budget",
+OPTIONAL_NUMBERS = ("tokaudit_count_mean_rel", "tokaudit_count_mean_abs", "tokaudit_roundtrip_rel", "tokaudit_budget",
                     "tokaudit_price_per_mtok", "tokaudit_count_outlier_max")  # empty: off / unset
 BOOLS = ("tokaudit_allow_empty", "tokaudit_trust_remote_code", "tokaudit_unique_ids",
          "tokaudit_unique_text")
@@ -242,9 +253,14 @@ OTHER = {
     "tokaudit_glob": {"empty": "", "unclosed-quote": "'*.jsonl"},
     "tokaudit_ids_field": {"empty": "", "empty-part": "response..ids", "dot": "."},
     "tokaudit_count_field": {"empty": "", "trailing-dot": "usage.", "empty-addend": "a + ",
-                             "lone-optional": "usage.x?", "all-optional": "a? + b?"},
+                             "lone-optional": "usage.x?", "all-optional": "a? + b?",
+                             "times": "usage.completion_tokens * 2", "brackets": "(a + b) - c",
+                             "leading-minus": "- a", "number-only": "12", "two-minus": "a - - b",
+                             "space-in-name": "usage completion_tokens"},
     "tokaudit_text_template": {"unclosed": "{choices.0.message.content", "stray-close": "a}{b}",
-                               "no-field": "<|im_end|>", "empty-part": "{a..b}"},
+                               "no-field": "<|im_end|>", "empty-part": "{a..b}",
+                               "unknown-escape": r"{a}\r", "escaped-brace": r"\{{a}",
+                               "lone-backslash": "{a}\\"},
     "tokaudit_finish_reason_field": {"empty-part": "choices..finish_reason"},
     "tokaudit_finish_reason": {"unclosed-quote": "'stop"},
     "tokaudit_group_by": {"unclosed-quote": "'provider", "empty-part": "provider meta..model"},
@@ -349,6 +365,84 @@ def test_messages_say_what_to_write(pytester: pytest.Pytester, key, value, messa
     got = usage_error(pytester)
     assert got.startswith(f"{key} (pytest.ini): ")
     assert message == "*" or got == f"{key} (pytest.ini): {message}"
+
+
+@pytest.mark.parametrize(("key", "value", "message"), [
+    ("tokaudit_count_field", "usage.completion_tokens - usage.completion_tokens_details * 2",
+     "cannot read 'usage.completion_tokens_details * 2' in 'usage.completion_tokens - "
+     "usage.completion_tokens_details * 2' ('*' is not + or -): expected a field like "
+     "usage.completion_tokens, or fields and whole numbers joined by + and -, like "
+     "usage.completion_tokens - usage.completion_tokens_details.reasoning_tokens (`?`: an "
+     "addend that may be missing or null counts 0)"),
+    ("tokaudit_text_template", r"{choices.0.message.content}\r\n",
+     r"unknown escape '\\r' at character 28 of '{choices.0.message.content}\\r\\n': a template "
+     r"reads \n (newline), \t (tab) and \\ (a backslash)"),
+])
+def test_formula_and_template_errors_say_what_to_write(pytester: pytest.Pytester, key, value, message):
+    write_ini(pytester, **{key: value}, tokaudit_tokenizer=str(qwen_dir()))
+    assert usage_error(pytester) == f"{key} (pytest.ini): {message}"
+
+
+def test_a_count_formula_subtracts_and_adds_whole_numbers(pytester: pytest.Pytester):
+    formula = "usage.completion_tokens - usage.completion_tokens_details.reasoning_tokens"
+    write_ini(pytester, tokaudit_count_field=formula)
+    contract = contract_for(pytester)
+    assert str(contract.count_field) == formula
+    assert contract.to_json()["tokaudit_count_field"] == formula
+    assert str(contract_for(pytester, "-o", "tokaudit_count_field=completion_tokens - 1").count_field) \
+        == "completion_tokens - 1"
+
+
+def test_template_escapes_are_read_from_every_kind_of_ini_file(pytester: pytest.Pytester):
+    """`\\n` in pytest.ini, in a TOML literal string and (TOML's own) in a basic string: one
+    newline each; TOML's `\\\\n` is the two characters backslash n, which read as one too."""
+    want = ("{a}", "\n</think>\n\n", "{b}")
+    write_ini(pytester, tokaudit_text_template=r"{a}\n</think>\n\n{b}", tokaudit_tokenizer=str(qwen_dir()))
+    forms = [contract_for(pytester)]
+    (pytester.path / "pytest.ini").unlink()
+    for line in (r"tokaudit_text_template = '{a}\n</think>\n\n{b}'",
+                 r'tokaudit_text_template = "{a}\n</think>\n\n{b}"',
+                 r'tokaudit_text_template = "{a}\\n</think>\\n\\n{b}"'):
+        (pytester.path / "pyproject.toml").write_text(
+            f"[tool.pytest.ini_options]\ntokaudit_tokenizer = '{qwen_dir()}'\n{line}\n")
+        forms.append(contract_for(pytester))
+    for contract in forms:
+        parts = contract.text_template.parts
+        assert (str(parts[0].name) if not isinstance(parts[0], str) else parts[0]) == "a"
+        assert parts[1] == want[1], parts
+
+
+@pytest.mark.parametrize(("where", "text", "message"), [
+    ("pytest.ini", "[pytest]\ntokaudit_count_feild = usage.completion_tokens\n",
+     "tokaudit_count_feild (pytest.ini): not a key of pytest-tokaudit; did you mean tokaudit_count_field?"),
+    ("pyproject.toml", "[tool.pytest.ini_options]\ntokaudit_max_show = 5\n",
+     "tokaudit_max_show (pyproject.toml): not a key of pytest-tokaudit; did you mean tokaudit_max_shown?"),
+    ("tox.ini", "[pytest]\ntokaudit_progres_interval = 5\n",
+     "tokaudit_progres_interval (tox.ini): not a key of pytest-tokaudit; did you mean "
+     "tokaudit_progress_interval?"),
+    ("pytest.ini", "[pytest]\ntokaudit_frobnicate = 1\n",
+     "tokaudit_frobnicate (pytest.ini): not a key of pytest-tokaudit; the keys are listed in the "
+     "README's Configuration reference"),
+])
+def test_an_unknown_key_is_a_usage_error_naming_the_closest(pytester: pytest.Pytester, where, text, message):
+    (pytester.path / where).write_text(text)
+    assert usage_error(pytester) == message
+    # Without --tokaudit too: the key would be ignored silently in the run that turns it on.
+    with pytest.raises(pytest.UsageError, match=re.escape(message)):
+        pytester.parseconfigure("-p", "no:xdist")
+
+
+def test_an_unknown_key_on_the_command_line_names_its_origin(project: TokProject):
+    project.ini(tokaudit_progress_interval=5, tokaudit="true", tokaudit_count_mean_rel="1%")
+    project.jsonl("data/a.jsonl", [rec(1)])
+    assert project.run().ret == pytest.ExitCode.OK  # the switch and the progress key are known
+    result = project.run("-o", "tokaudit_count_mean_rell=2%")
+    assert result.ret == USAGE
+    result.stderr.fnmatch_lines(["ERROR: tokaudit_count_mean_rell (-o): not a key of "
+                                 "pytest-tokaudit; did you mean tokaudit_count_mean_rel?"])
+    assert "Unknown config option" not in result.stdout.str() + result.stderr.str()
+    assert_no_crash(result)
+    assert project.run("-o", "tokaudit_count_mean_rell=2%", "--help").ret == pytest.ExitCode.OK
 
 
 def test_the_command_line_names_its_origin(pytester: pytest.Pytester):

@@ -238,7 +238,8 @@ def test_raw_responses_in_parquet_get_the_verdicts_of_their_jsonl_twin(project: 
 
     write_raw_twins(project, raw_corpus(tok))
     raw_ini(project, tokaudit_count_field=count_field, tokaudit_unique_text="true",
-            tokaudit_group_by="provider model", tokaudit_count_mean_rel="2%", tokaudit_budget=1)
+            tokaudit_group_by="provider model", tokaudit_count_mean_rel="2%", tokaudit_count_mean_abs=0,
+            tokaudit_budget=1)
     jsonl = project.run("-o", "tokaudit_glob=*.jsonl")
     parquet = project.run(paths=("pq",))
     for result in (jsonl, parquet):
@@ -320,7 +321,7 @@ def test_stored_ids_with_a_sum_groups_finish_reasons_and_unique_text(project: To
     pq.write_table(pa.Table.from_pylist(rows), project.path / "pq/twin.parquet", row_group_size=8)
     project.ini(tokaudit_count_abs=0, tokaudit_count_rel="0%", tokaudit_count_field="completion_tokens + extra?",
                 tokaudit_finish_reason="stop", tokaudit_group_by="provider", tokaudit_unique_text="true",
-                tokaudit_count_mean_rel="1%", tokaudit_count_outliers=0)
+                tokaudit_count_mean_rel="1%", tokaudit_count_mean_abs=0, tokaudit_count_outliers=0)
     jsonl = project.run("-o", "tokaudit_glob=*.jsonl")
     parquet = project.run(paths=("pq",))
     for result in (jsonl, parquet):
