@@ -429,7 +429,7 @@ def fold_figures(np: Any, fig: Figures, good: Any, line_of: Any, billed: Any, le
     _add(np, fig.diff, np.where(d >= 0, OFFSET + k, OFFSET - k))
     _add(np, fig.length, np.searchsorted(_edges(np, LENGTH_EDGES), c, side="right") - 1)
     u = np.uint64
-    h = (lines.astype(u) * u(0x9E3779B1)) & u(MASK)
+    h = (b.astype(u) * u(0x9E3779B1) + c.astype(u) * u(0x85EBCA77)) & u(MASK)  # priority()
     take = np.flatnonzero(h < u(fig.cut))
     if len(take) > SAMPLE:  # the least SAMPLE (priority, line) of the chunk may enter
         take = take[np.lexsort((lines[take], h[take]))[:SAMPLE]]

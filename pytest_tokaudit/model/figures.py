@@ -2,7 +2,7 @@
 
 Bounded whatever the file's size, and mergeable: histograms over fixed bins (their
 counts add across shards, xdist workers, reports and `merge`), a sample for the scatter
-(the SAMPLE records of least priority, a hash of the line: the union of two samples'
+(the SAMPLE records of least priority, a hash of billed and counted: the union of two samples'
 least is the sample of the union, and the same data draws the same sample in any order) and the records of largest |billed - counted| (outliers, always kept).
 """
 
@@ -60,12 +60,13 @@ def rt_bin(ratio: float) -> int:
     return 0 if ratio <= 0 else bisect.bisect_left(RT_EDGES, ratio)
 
 
-def priority(line: int) -> int:
-    """A record's place in the sample: Fibonacci hashing of its line (one multiply, so
-    cheap on the per-line path; it spreads consecutive lines evenly). The sample keeps
-    the least; engine/columnar.py has its numpy twin, tests hold them equal. Files share
-    priorities: the page mixes in each file's path when it draws from many (html.py)."""
-    return (line * 0x9E3779B1) & MASK
+def priority(billed: int, counted: int) -> int:
+    """A record's place in the sample: a multiplicative hash of its billed and counted
+    tokens, not of its line, so a shard's sample and the whole file's agree (the least of
+    the union of the shards' least is the file's least; ties go to the earlier line, an
+    order shards keep). engine/columnar.py has its numpy twin, tests hold them equal.
+    Files share priorities: the page mixes in each file's path when it draws from many."""
+    return (billed * 0x9E3779B1 + counted * 0x85EBCA77) & MASK
 
 
 def _sparse(counts: list[int]) -> list[list[int]]:
@@ -109,7 +110,7 @@ class Figures:
         else:
             self.diff[OFFSET + 1 - _right(DIFF_EDGES, -d)] += 1
         self.length[_right(LENGTH_EDGES, counted) - 1] += 1
-        h = (line * 0x9E3779B1) & MASK
+        h = (billed * 0x9E3779B1 + counted * 0x85EBCA77) & MASK  # priority(), inlined
         if h < self.cut:
             self.offer([h, billed, counted, line, record_id])
         if d:

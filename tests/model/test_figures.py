@@ -60,7 +60,7 @@ def test_the_summary_folds_each_record_as_figures_add_does():
 def test_the_sample_is_the_least_priorities_and_the_tail_the_largest_diffs():
     recs = records(3000)
     fig = summary_of(recs).figures
-    want = sorted((F.priority(line), line) for line, _, b, c in recs)[:F.SAMPLE]
+    want = sorted((F.priority(b, c), line) for line, _, b, c in recs)[:F.SAMPLE]
     assert [(e[0], e[3]) for e in fig.sample] == want
     tail = sorted(((abs(b - c), -line) for line, _, b, c in recs if b != c))[-F.TAIL:]
     assert [(e[0], e[1]) for e in fig.tail] == tail

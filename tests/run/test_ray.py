@@ -34,7 +34,9 @@ def cluster(tmp_path_factory: pytest.TempPathFactory):
         port = s.getsockname()[1]
     temp = Path(f"/tmp/rt-{os.getpid()}-{port}")  # short: Ray's socket paths are limited
     log = tmp_path_factory.mktemp("ray") / "head.log"
-    env = {**os.environ, **ENV, "TOKAUDIT_TEST_RAY_NODE": "1"}
+    # TOKAUDIT_MIN_SHARD_SIZE: what the suite sets for every run (tests/conftest.py), so the
+    # workers read the contract's small shard sizes as the pytest process does.
+    env = {**os.environ, **ENV, "TOKAUDIT_TEST_RAY_NODE": "1", "TOKAUDIT_MIN_SHARD_SIZE": "1"}
     ray_bin = Path(sys.executable).with_name("ray")
     with open(log, "wb") as out:
         head = subprocess.Popen(
