@@ -122,7 +122,7 @@ class Figures:
     def offer(self, entry: list[Any]) -> None:
         """A sample entry; kept if among the `size` least (priority, line)."""
         sample = self.sample
-        bisect.insort(sample, entry, key=_first_two)
+        bisect.insort(sample, entry, key=_priority_line)
         if len(sample) > self.size:
             sample.pop()
         if len(sample) == self.size:
@@ -202,6 +202,12 @@ class Figures:
 
 def _first_two(entry: list[Any]) -> tuple[Any, Any]:
     return entry[0], entry[1]
+
+
+def _priority_line(entry: list[Any]) -> tuple[Any, Any]:
+    """A sample entry's order: its priority, then its line (the earlier line wins a tie,
+    whatever order the records were offered in: the columnar path's chunks, shards)."""
+    return entry[0], entry[3]
 
 
 def _list(data: dict[str, Any], name: str) -> list[Any]:

@@ -178,7 +178,7 @@ class FileSummary:
             fig.diff[OFFSET + 1 - _right(DIFF_EDGES, -d)] += 1
             diff = -d
         fig.length[_right(LENGTH_EDGES, counted) - 1] += 1
-        h = (line * 0x9E3779B1) & MASK
+        h = (billed * 0x9E3779B1 + counted * 0x85EBCA77) & MASK  # figures.priority(), inlined
         if h < fig.cut:
             fig.offer([h, billed, counted, line, record_id])
         self.absdiff += diff

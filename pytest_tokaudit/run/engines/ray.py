@@ -80,7 +80,8 @@ def _audit(payload: bytes) -> bytes:
         checks["tokaudit.ids"] = IdsChannel  # the ids the id checks read (never blocked)
         hook = STANDALONE_HOOKS[key] = standalone_hook(modules, checks, plugins_first=True)
     contract = Contract.from_json(job["contract"], origin=job["contract_origin"]).resolve_tokens()
-    summary = FileSummary(path=job["display"], max_shown=contract.max_shown)
+    summary = FileSummary(path=job["display"], max_shown=contract.max_shown,
+                          id_field=".".join(contract.id_field))  # as the item makes it
     if job["shard"]:
         summary.shard, summary.shards = job["shard"]
         summary.start = job["byte_range"][0]
