@@ -74,7 +74,7 @@ def on_ray(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, cluster: 
 
 
 def dataset(pytester: pytest.Pytester) -> None:
-    pytester.makeini("[pytest]\ntokaudit_unique_ids = true\ntokaudit_shard_size = 2000\n"
+    pytester.makeini("[pytest]\ntokaudit_unique_ids = true\ntokaudit_shard_size = 2000\ntokaudit_count_abs = 1\n"
                      "tokaudit_count_outliers = 0\n")
     data = pytester.path / "data"
     data.mkdir()
