@@ -47,6 +47,7 @@ import orjson
 
 from ..base.fields import MISSING, get_path
 from ..base.formats import location
+from ..model.report import is_packed, unpacked_chunks
 from ..model.summary import IDS
 
 EXACT_INTS = 1 << 53  # ints in [0, EXACT_INTS) are their own key
@@ -553,7 +554,11 @@ class IdIndex:
             return
         try:
             for shard, ids, lines in summary.channels.get(IDS, ()):
-                self.add_ids(summary.path, shard, ids, lines)
+                if is_packed(ids) or is_packed(lines):  # a report's runs: a chunk at a time
+                    for some, at in unpacked_chunks(ids, lines, CHUNK << 4):
+                        self.add_ids(summary.path, shard, some, at)
+                else:
+                    self.add_ids(summary.path, shard, ids, lines)
         except MemoryError:
             # Where the allocator says no (ulimit -v, a 32-bit process), the checks fail
             # naming it rather than the run crashing; under the kernel's OOM killer (Linux

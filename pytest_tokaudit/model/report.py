@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, fields
-from typing import Any, NoReturn, TypeGuard
+from itertools import islice
+from typing import Any, Iterator, NoReturn, TypeGuard
 
 import orjson
 
@@ -96,6 +97,34 @@ def unpack_runs(packed: list[Any], at: str, v: _Checker) -> list[Any]:
         else:
             out.extend(_nth(first, m) for m in range(n))
     return out
+
+
+def iter_runs(packed: list[Any]) -> Iterator[Any]:
+    """The values of a packed (validated) list, one at a time: nothing is built whole."""
+    for item in packed:
+        if type(item) is not dict:
+            yield item
+        elif type(item["from"]) is int:
+            yield from range(item["from"], item["from"] + item["n"])
+        else:
+            first = item["from"]
+            for m in range(item["n"]):
+                yield _nth(first, m)
+
+
+def is_packed(values: list[Any]) -> bool:
+    return any(type(v) is dict for v in values)
+
+
+def unpacked_chunks(ids: list[Any], lines: list[Any], size: int) -> Iterator[tuple[list[Any], list[Any]]]:
+    """(ids, lines) of a packed ids channel entry, `size` at a time (the id index folds a
+    report's millions of ids so, without a list of them all)."""
+    each_id, each_line = iter_runs(ids), iter_runs(lines)
+    while True:
+        chunk = list(islice(each_id, size))
+        if not chunk:
+            return
+        yield chunk, list(islice(each_line, len(chunk)))
 
 
 class ReportError(ValueError):
@@ -186,8 +215,12 @@ _RATIOS = (
 _FINDING_KEYS = {"check", "message", "line", "record_id", "allowable"}
 
 
-def validate(data: Any, name: str) -> Report:
-    """Every field the merge command and the baseline read, checked; ReportError names it."""
+def validate(data: Any, name: str, ids: bool = True) -> Report:
+    """Every field the merge command and the baseline read, checked; ReportError names it.
+
+    Packed id runs stay packed (the id index unpacks them a chunk at a time); `ids=False`
+    (the baseline, which compares per-file figures) drops them once their counts are
+    checked. A file's ids may not outnumber its records, nor name lines past its end."""
     if not isinstance(data, dict) or data.get("tool") != "pytest-tokaudit":
         raise ReportError(f"{name} is not a pytest-tokaudit JSON report (--tokaudit-json)")
     v = _Checker(name)
@@ -216,7 +249,7 @@ def validate(data: Any, name: str) -> Report:
     files, metrics = [], {}
     where: dict[str, str] = {}  # path -> the entry that has it
     for i, entry in enumerate(data["files"]):
-        summary, figures = _file(v, f"files[{i}]", entry, fmt == 1)
+        summary, figures = _file(v, f"files[{i}]", entry, fmt == 1, ids)
         if summary.path in where:
             raise ReportError(f"{name}: files[{i}].path {summary.path!r} is also "
                               f"{where[summary.path]}.path")
@@ -245,7 +278,8 @@ def _coverage_ok(cov: Any) -> bool:
     )
 
 
-def _file(v: _Checker, at: str, entry: Any, fmt_1: bool) -> tuple[FileSummary, dict[str, float]]:
+def _file(v: _Checker, at: str, entry: Any, fmt_1: bool, keep_ids: bool = True
+          ) -> tuple[FileSummary, dict[str, float]]:
     entry = v.object(at, entry)
     if "path" not in entry:
         raise ReportError(f"{v.name}: {at}.path is missing")
@@ -292,19 +326,24 @@ def _file(v: _Checker, at: str, entry: Any, fmt_1: bool) -> tuple[FileSummary, d
         channels[IDS] = [[None, v.list(f"{at}.ids", entry.pop("ids")),
                           v.list(f"{at}.id_lines", entry.pop("id_lines", []))]]
         entry["channels"] = channels
-    for e, chunk in enumerate(channels.get(IDS, [])):
+    records, last = entry.get("records"), entry.get("lines")
+    total = 0
+    for e, chunk in enumerate(v.list(f"{at}.channels.{IDS}", channels.get(IDS, []))):
         here = f"{at}.channels.{IDS}[{e}]"
         if type(chunk) is not list or len(chunk) != 3 or chunk[0] is not None:
             v.fail(here, "[null, ids, lines] (a report holds whole files)", chunk)
-        ids = unpack_runs(v.list(f"{here}[1]", chunk[1]), f"{here}[1]", v)
-        lines = unpack_runs(v.list(f"{here}[2]", chunk[2]), f"{here}[2]", v)
-        chunk[1], chunk[2] = ids, lines
-        for k, value in enumerate(ids):
-            v.record_id(f"{here}[1][{k}]", value, allow_none=False)
-        for k, line in enumerate(lines):
-            v.count(f"{here}[2][{k}]", line)
-        if len(ids) != len(lines):
-            raise ReportError(f"{v.name}: {here} has {len(lines)} lines for {len(ids)} ids")
+        # Counted, never unpacked: a few bytes of runs may claim billions of ids.
+        n_ids = _claimed(v, f"{here}[1]", v.list(f"{here}[1]", chunk[1]), "id")
+        if records is not None and n_ids > records:
+            raise ReportError(f"{v.name}: {here} claims {n_ids:,} ids for {records:,} records")
+        n_lines = _claimed(v, f"{here}[2]", v.list(f"{here}[2]", chunk[2]), "line", last)
+        if n_ids != n_lines:
+            raise ReportError(f"{v.name}: {here} has {n_lines:,} lines for {n_ids:,} ids")
+        total += n_ids
+    if records is not None and total > records:
+        raise ReportError(f"{v.name}: {at}.channels.{IDS} claims {total:,} ids for {records:,} records")
+    if not keep_ids:
+        channels.pop(IDS, None)
     known = {f.name for f in fields(FileSummary)}
     try:
         summary = FileSummary.from_json(orjson.dumps({k: entry[k] for k in known if k in entry}))
@@ -313,6 +352,32 @@ def _file(v: _Checker, at: str, entry: Any, fmt_1: bool) -> tuple[FileSummary, d
     figures = {name: entry[name] if name in entry else get(summary)
                for name, _, get, _ in METRICS}
     return summary, figures
+
+
+def _claimed(v: _Checker, at: str, packed: list[Any], kind: str, last: int | None = None) -> int:
+    """How many ids (or lines) a packed list holds, its runs and values checked, lines up
+    to `last`; nothing unpacked."""
+    total = 0
+    for k, item in enumerate(packed):
+        if type(item) is dict:
+            first, n = item.get("from"), item.get("n")
+            if item.keys() != {"from", "n"} or _counter(first) is None or (
+                    kind == "line" and type(first) is not int):
+                v.fail(f"{at}[{k}]", '{"from": a counter id or line, "n": length}', item)
+            v.count(f"{at}[{k}].n", n)
+            assert isinstance(n, int) and isinstance(first, (int, str))  # checked just above
+            total += n
+            top = first + n - 1 if type(first) is int else None
+        else:
+            if kind == "line":
+                v.count(f"{at}[{k}]", item)
+            else:
+                v.record_id(f"{at}[{k}]", item, allow_none=False)
+            total += 1
+            top = item if kind == "line" else None
+        if kind == "line" and last is not None and top is not None and top > last:
+            raise ReportError(f"{v.name}: {at} names line {top:,} of a file of {last:,} lines")
+    return total
 
 
 def _finding(v: _Checker, at: str, finding: Any) -> None:

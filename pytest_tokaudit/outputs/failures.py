@@ -19,6 +19,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import stat
+import tempfile
 import uuid
 from pathlib import Path
 from typing import Any, BinaryIO, Sequence
@@ -143,10 +146,11 @@ class Writer:
 class Merge:
     """On the controller: hands workers the part prefix, merges the parts at the end."""
 
-    def __init__(self, config: pytest.Config, target: Path, prefix: str):
+    def __init__(self, config: pytest.Config, target: Path, prefix: str, own_dir: Path | None = None):
         self.config = config
         self.target = target
         self.prefix = prefix
+        self.own_dir = own_dir  # the parts' private folder (a FIFO or device target), removed
         self.error: str | None = None
         self.written = 0
 
@@ -174,6 +178,9 @@ class Merge:
         for part in parts:
             with contextlib.suppress(OSError):
                 part.unlink()
+        if self.own_dir is not None:
+            with contextlib.suppress(OSError):
+                self.own_dir.rmdir()
 
     @pytest.hookimpl(trylast=True)  # after the controller's tokaudit summary
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
@@ -251,6 +258,14 @@ def merge(parts: list[Path], target: Path, result: RunResult) -> tuple[int, int]
     return n, sum(v for v in expected.values() if v > 0)
 
 
+def _special(path: Path) -> bool:
+    """A FIFO or a device (a symlink followed), which base.atomic writes in place."""
+    try:
+        return not stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:  # nothing there yet: a regular file will be made
+        return False
+
+
 def add_options(parser: pytest.Parser, group: pytest.OptionGroup) -> None:
     group.addoption(
         "--tokaudit-failures", metavar="PATH", default=None,
@@ -268,9 +283,13 @@ def configure(config: pytest.Config) -> None:
     if workerinput is None:
         target = Path(config.invocation_params.dir, option).absolute()
         check_writable(target, "--tokaudit-failures")
-        prefix = str(target.parent / f".{target.name}.{uuid.uuid4().hex[:12]}")
+        # The parts go next to the file they make, but never next to a FIFO or a device
+        # (written in place: its folder may be /dev): a private folder then.
+        own_dir = Path(tempfile.mkdtemp(prefix="tokaudit-failures-")) if _special(target) else None
+        folder = own_dir or target.parent
+        prefix = str(folder / f".{target.name}.{uuid.uuid4().hex[:12]}")
         config.stash[PREFIX] = prefix
-        pm.register(Merge(config, target, prefix), "tokaudit.failures.merge")
+        pm.register(Merge(config, target, prefix, own_dir), "tokaudit.failures.merge")
     else:
         prefix = workerinput.get(WORKERINPUT)
         if prefix is None:

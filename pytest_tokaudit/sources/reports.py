@@ -12,8 +12,9 @@ from ..model.report import Report, ReportError, validate
 from .remote import RemoteUnavailable, read_bytes
 
 
-def load(path: str | os.PathLike) -> Report:
-    """A report written by --tokaudit-json; ReportError says what is wrong with it."""
+def load(path: str | os.PathLike, ids: bool = True) -> Report:
+    """A report written by --tokaudit-json; ReportError says what is wrong with it.
+    `ids=False`: without its record ids (the baseline compares per-file figures)."""
     # A URL is shown without what would be a credential in it (user:password@, a signature).
     shown = display_url(str(path)) if is_url(str(path)) else str(path)
     try:
@@ -29,4 +30,4 @@ def load(path: str | os.PathLike) -> Report:
         raise ReportError(f"cannot read {shown}: {scrub(str(exc.strerror))}") from None
     except orjson.JSONDecodeError as exc:
         raise ReportError(f"{shown} is not JSON: {exc}") from None
-    return validate(data, shown)
+    return validate(data, shown, ids)
