@@ -24,6 +24,7 @@ ray = pytest.importorskip("ray")
 # address, so Ray keeps 127.0.0.1 instead of the host's IP (ray_constants.ENABLE_RAY_CLUSTER)
 # and runs without token authentication (a test cluster on loopback).
 ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_AUTH_MODE": "disabled",
+       "RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S": "0",
        "RAY_USAGE_STATS_ENABLED": "0"}
 
 

@@ -103,7 +103,7 @@ class RayEngine:
         if address:
             _probe(address)  # a cluster that is not there fails now, not after Ray's retries
         try:
-            ray.init(address=address or None, log_to_driver=False, logging_level="ERROR",
+            ray.init(address=address or "local", log_to_driver=False, logging_level="ERROR",
                      include_dashboard=False if not address else None,
                      runtime_env={"py_modules": [str(package)]} if address else None)
         except Exception as exc:  # noqa: BLE001 - an unreachable cluster, a version mismatch
