@@ -30,6 +30,7 @@ from typing import Any, Iterable
 import pytest
 
 from conftest import failure_sections, jsonl_bytes, rec, summary_section
+from pytest_tokaudit.sources.base import shard_cuts
 from test_gate import (
     FAILED,
     OK,
@@ -84,9 +85,15 @@ def fixed(item: Any) -> bytes:
 
 
 def shard_size(lines_per_shard: int) -> int:
-    """A shard size that cuts a file of k * lines_per_shard fixed lines into k shards
-    starting exactly at lines 1, lines_per_shard + 1, ..."""
-    return lines_per_shard * (WIDTH + 1) + 10
+    """A shard size that cuts a file of k * lines_per_shard fixed lines (k even) into k
+    shards starting exactly at lines 1, lines_per_shard + 1, ...: shard_cuts cuts at its
+    multiples, here line boundaries, and with k even no rest is left to halve."""
+    return lines_per_shard * (WIDTH + 1)
+
+
+def line_cuts(lines_per_shard: int, shards: int) -> list[int]:
+    """The byte offsets of lines 1, lines_per_shard + 1, ... and the end."""
+    return [i * lines_per_shard * (WIDTH + 1) for i in range(shards + 1)]
 
 
 # -- case 5: a missing shard shifts no line ----------------------------------------------------
@@ -94,8 +101,8 @@ def shard_size(lines_per_shard: int) -> int:
 BIG_LINES = 160  # 4 shards of 40 lines: 1-40, 41-80, 81-120, 121-160
 PER_SHARD = 40
 MISSING = range(41, 81)  # shard 2 of 4
-BIG_SHARD2 = "data/big.jsonl::tokaudit[shard 2 of 4]"
-CNT_SHARD2 = "data/cnt.jsonl::tokaudit[shard 2 of 2]"
+BIG_SHARD2 = "data/big.jsonl::tokaudit[shard 2]"
+CNT_SHARD2 = "data/cnt.jsonl::tokaudit[shard 2]"
 
 # line -> billed (10 ids each): count breaches of -20, -50, -30, -40 tokens
 BIG_BILLED = {7: 30, 50: 60, 95: 40, 130: 50}
@@ -153,9 +160,9 @@ def cnt_file() -> bytes:
 def missing_shard_project(gate: Gate) -> None:
     gate.ini(tokaudit_shard_size=shard_size(PER_SHARD), tokaudit_unique_ids="true")
     data = big_file()
-    # As collect.py cuts it: 4 shards, each starting at a line (1, 41, 81, 121).
-    size, cap = len(data), shard_size(PER_SHARD)
-    assert -(-size // cap) == 4 and all(i * size // 4 == i * PER_SHARD * (WIDTH + 1) for i in range(4))
+    # As shard_cuts cuts it: 4 shards, each starting at a line (1, 41, 81, 121).
+    assert shard_cuts(len(data), shard_size(PER_SHARD)) == line_cuts(PER_SHARD, 4)
+    assert shard_cuts(len(cnt_file()), shard_size(PER_SHARD)) == line_cuts(PER_SHARD, 2)
     gate.write("data/big.jsonl", data)
     gate.write("data/twin/big.jsonl", data)
     gate.write("data/twin/conftest.py", TWIN_CONFTEST)
@@ -233,13 +240,13 @@ def test_5_a_missing_shard_shifts_no_line_number(gate: Gate, variant: str):
 
     # Outcomes: the shard that did not run is not judged, the file's verdict waits for it.
     want = {
-        "data/big.jsonl::tokaudit[shard 1 of 4]": "FAILED",
+        "data/big.jsonl::tokaudit[shard 1]": "FAILED",
         BIG_SHARD2: None if variant.startswith("deselect") else "FAILED",
-        "data/big.jsonl::tokaudit[shard 3 of 4]": "FAILED",
-        "data/big.jsonl::tokaudit[shard 4 of 4]": "FAILED",
+        "data/big.jsonl::tokaudit[shard 3]": "FAILED",
+        "data/big.jsonl::tokaudit[shard 4]": "FAILED",
         "data/big.jsonl::tokaudit[file]": "SKIPPED",
         "data/twin/big.jsonl::tokaudit": "FAILED",
-        "data/cnt.jsonl::tokaudit[shard 1 of 2]": "PASSED",
+        "data/cnt.jsonl::tokaudit[shard 1]": "PASSED",
         CNT_SHARD2: None if variant.startswith("deselect") else "FAILED",
         "data/cnt.jsonl::tokaudit[file]": "SKIPPED",
         ds("unique_ids"): "FAILED",
@@ -413,7 +420,7 @@ def test_11_a_sharded_file_deleted_mid_run(gate: Gate, mode: tuple[str, ...]):
         problems.check(word not in run.out + run.err, f"{word} in the output")
     problems.check(run.ret == FAILED, f"exit status {run.ret!r}, want {FAILED!r}")
 
-    shards = [f"data/big.jsonl::tokaudit[shard {k} of 4]" for k in range(1, 5)]
+    shards = [f"data/big.jsonl::tokaudit[shard {k}]" for k in range(1, 5)]
     assert run.outcome("data/a.jsonl::tokaudit") == "PASSED", run
     problems.check(run.outcome(shards[0]) in ("PASSED", "FAILED"),
                    f"{shards[0]}: {run.outcome(shards[0])}")
@@ -556,12 +563,14 @@ def test_the_two_shards_of_a_file_run_on_two_workers(gate: Gate):
     to one worker and the other idled. Deferred items are interleaved on the workers."""
     per_shard = 50
     gate.ini(tokaudit_shard_size=shard_size(per_shard), tokaudit_unique_ids="true")
-    gate.write("data/big.jsonl", b"".join(fixed(rec(i, 10)) for i in range(1, 2 * per_shard + 1)))
+    data = b"".join(fixed(rec(i, 10)) for i in range(1, 2 * per_shard + 1))
+    assert len(shard_cuts(len(data), shard_size(per_shard))) == 3  # two shards
+    gate.write("data/big.jsonl", data)
     run = gate.run("-n", "2", "-v")
     assert_no_internal_error(run)
     assert run.ret == pytest.ExitCode.OK, run
     workers = {nodeid: gw for gw, nodeid in
-               re.findall(r"^\[(gw\d)\] .*PASSED (\S+\[shard \d of 2\])", run.out, re.M)}
+               re.findall(r"^\[(gw\d)\] .*PASSED (\S+\[shard \d\])", run.out, re.M)}
     assert len(workers) == 2 and len(set(workers.values())) == 2, (workers, run)
 
 
@@ -599,10 +608,13 @@ def test_a_shard_counts_only_the_lines_since_the_last_shard_that_ran_here(gate: 
     size = shard_size(per_shard)
     gate.ini(tokaudit_shard_size=size, tokaudit_require_last="7", tokaudit_max_shown=1)
     data = b"".join(fixed(rec(i, 10)) for i in range(1, per_shard * shards + 1))
+    # shards (even) whole cells of per_shard lines: shard k starts at line (k - 1) * per_shard + 1.
+    cuts = shard_cuts(len(data), size)
+    assert cuts == line_cuts(per_shard, shards)
     gate.write("data/big.jsonl", data)
     gate.write("conftest.py", COUNT_READS)
     skip = [a for k in range(2, shards + 1, 2)
-            for a in ("--deselect", f"data/big.jsonl::tokaudit[shard {k} of {shards}]")]
+            for a in ("--deselect", f"data/big.jsonl::tokaudit[shard {k}]")]
     run = gate.run("--tb=line", *skip)  # one process runs shards 1, 3, 5...: a worker's share
     assert_no_internal_error(run)
     ran = {n: o for n, o in run.outcomes().items() if "[shard " in n}
@@ -610,7 +622,8 @@ def test_a_shard_counts_only_the_lines_since_the_last_shard_that_ran_here(gate: 
     for k in range(1, shards + 1, 2):  # each shard's first record is its first bad line
         assert f"data/big.jsonl:{(k - 1) * per_shard + 1}:" in run.out, (k, run)
     stats = json.loads((gate.path / "line_reads.json").read_text())
-    gaps = len(data) * (shards // 2 - 1) // shards  # the deselected shards between those that ran
+    # The deselected shards between those that ran (2, 4, ..., shards - 2).
+    gaps = sum(cuts[k] - cuts[k - 1] for k in range(2, shards, 2))
     assert stats["bytes"] <= gaps + 2 * shards, (
         f"{stats['bytes']:,} bytes read to number lines; the shards between are {gaps:,} bytes; "
         f"lines_before offsets: {stats['offsets']}")

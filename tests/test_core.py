@@ -6,6 +6,7 @@ asserts the same outcome and the same lines in both modes.
 
 from __future__ import annotations
 
+import bisect
 import json
 import os
 import re
@@ -25,7 +26,7 @@ from conftest import (
     summary_rows,
     summary_section,
 )
-from pytest_tokaudit.sources.base import shard_count
+from pytest_tokaudit.sources.base import shard_count, shard_cuts
 OK, FAILED, USAGE = 0, 1, 4
 
 
@@ -640,11 +641,10 @@ def _shard_records() -> list:
 
 
 def _shard_of_line(records: list, line: int) -> int:
-    """1-based shard a line falls in: the one holding its first byte (n equal shards)."""
+    """1-based shard a line falls in: the one holding its first byte (cut by shard_cuts)."""
     start = len(jsonl_bytes(records[: line - 1])) if line > 1 else 0
-    size = len(jsonl_bytes(records))
-    n = shard_count(size, SHARD_SIZE)
-    return next(i for i in range(n, 0, -1) if (i - 1) * size // n <= start)
+    cuts = shard_cuts(len(jsonl_bytes(records)), SHARD_SIZE)
+    return bisect.bisect_right(cuts, start)
 
 
 def test_sharded_file_reports_like_the_whole_file(project):
@@ -668,7 +668,7 @@ def test_sharded_file_reports_like_the_whole_file(project):
     for i in range(1, n + 1):
         word = "FAILED" if i in bad_shards else "PASSED"
         result.stdout.re_match_lines(
-            [rf"{word} data/sharded/big\.jsonl::tokaudit\[shard {i} of {n}\]( - .*)?$"]
+            [rf"{word} data/sharded/big\.jsonl::tokaudit\[shard {i}\]( - .*)?$"]
         )
     result.stdout.fnmatch_lines(["FAILED data/sharded/big.jsonl::tokaudit[[]file[]] - 2 records break *"])
 

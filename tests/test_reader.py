@@ -478,7 +478,7 @@ def merged_by_controller(parts: list[FileSummary], contract: Contract) -> FileSu
     for i, part in reversed(list(enumerate(parts))):
         report = SimpleNamespace(
             when="call",
-            nodeid=f"data/x.jsonl::tokaudit[shard {i + 1} of {len(parts)}]",
+            nodeid=f"data/x.jsonl::tokaudit[shard {i + 1}]",
             user_properties=[("other", 1), (PROPERTY, part.to_json())],
         )
         controller.pytest_runtest_logreport(report)

@@ -502,9 +502,10 @@ KEYS: tuple[Key, ...] = (
     Key("tokaudit_shard_size", "shard_size", parse_shard_size, "134217728",
         "files larger than this many bytes are audited in shards", "int",
         doc="a file larger than this is audited as several items, so xdist spreads it over "
-            "workers: an even number of equal byte ranges of an uncompressed JSONL file, none "
-            "larger than this (an odd number would leave one of two workers idle at the end); "
-            "runs of whole zstd frames or BGZF members of about this many compressed bytes of "
+            "workers: byte ranges of an uncompressed JSONL file, none larger than this, cut at "
+            "multiples of it (so appending to the file re-audits its last two shards only) "
+            "with what is left after an even number of them halved (so two workers get the "
+            "same bytes); runs of whole zstd frames or BGZF members of about this many compressed bytes of "
             "a `.zst` or `.gz` file (see Data sources); runs of row groups of about this many "
             "compressed bytes of a Parquet file. `0` never shards; below 1 MiB is a usage "
             "error (each shard is an item, and a smaller one costs more than it spreads). A "

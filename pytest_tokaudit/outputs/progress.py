@@ -33,7 +33,8 @@ from ..engine.observers import METER
 from ..model.contract import ini_type
 from ..model.summary import PROPERTY, records_of
 from ..run.compat import PrivateApiError, write_above
-from ..sources.base import Part
+from ..run.config import CONTRACT
+from ..sources.base import Part, shard_cuts
 
 INI = "tokaudit_progress_interval"
 
@@ -85,13 +86,14 @@ def _duration(seconds: float) -> str:
     return f"{s // 3600} h {s % 3600 // 60:02} min"
 
 
-_AUDIT_ITEM = re.compile(r"::tokaudit(?:\[shard (\d+) of (\d+)\])?$")
+_AUDIT_ITEM = re.compile(r"::tokaudit(?:\[shard (\d+)\])?$")
 
 
-def item_bytes(rootpath: Path, nodeid: str) -> int | None:
+def item_bytes(rootpath: Path, nodeid: str, shard_size: int) -> int | None:
     """The bytes an audit item reads, from its node id alone (the xdist controller has no
-    items): its file's size as stored, a shard its share of it; None for a URL (or a file
-    gone); not an audit item ([file], a dataset check): -1."""
+    items): its file's size as stored, a shard its byte range by the ini's shard size (an
+    estimate where a hook sets another, or a compressed file cuts at frames); None for a
+    URL (or a file gone); not an audit item ([file], a dataset check): -1."""
     m = _AUDIT_ITEM.search(nodeid)
     if m is None:
         return -1
@@ -102,7 +104,11 @@ def item_bytes(rootpath: Path, nodeid: str) -> int | None:
         size = Path(rootpath, path).stat().st_size
     except OSError:
         return None
-    return size // int(m.group(2)) if m.group(2) else size
+    if not m.group(1):
+        return size
+    cuts = shard_cuts(size, shard_size) if shard_size and size > shard_size else [0, size]
+    i = min(int(m.group(1)), len(cuts) - 1)
+    return cuts[i] - cuts[i - 1]
 
 
 class Meter:
@@ -263,7 +269,8 @@ class RunProgress:
             self.plan(ids)
 
     def plan(self, nodeids: Any) -> None:
-        sizes = {n: item_bytes(self.config.rootpath, n) for n in nodeids}
+        shard_size = self.config.stash[CONTRACT].shard_size
+        sizes = {n: item_bytes(self.config.rootpath, n, shard_size) for n in nodeids}
         self.meter.plan({n: s for n, s in sizes.items() if s != -1})
 
     @pytest.hookimpl(wrapper=True)

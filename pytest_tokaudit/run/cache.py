@@ -3,8 +3,10 @@
 An entry is keyed by everything the item's summary depends on, each part checked on read:
 
 - the bytes the item reads: a SHA-256 of them (never a modification time: a fresh CI
-  checkout changes those), and their size; a shard's range plus the byte before it (which
-  says whether its first line is its own) and the rest of its last line; a compressed
+  checkout changes those), and the file's size; a shard's range plus the byte before it
+  (which says whether its first line is its own) and the rest of its last line, not the
+  file's size (a line appended leaves the shards before the last ones as they were,
+  sources.base.shard_cuts); a compressed
   shard's frames, the data frame before them and the frames up to the first newline after
   them (``frames.span``), and their size. A remote object is keyed by the version its
   store gives it on every write (S3's or GCS's ETag, a Hugging Face file's SHA-256:
@@ -315,7 +317,8 @@ def entry_for(item: Any) -> Entry | None:
         except OSError:
             return None  # unreadable: the audit says why
     key = {
-        "item": [item.display, item.shard, list(item.byte_range),
+        # The shard's place, not how many there are: appending adds shards after it.
+        "item": [item.display, None if item.shard is None else item.shard[0], list(item.byte_range),
                  None if item.groups is None else list(item.groups)],
         "data": fingerprint,
         "contract": contract_key(item.contract),

@@ -3,7 +3,7 @@
 Three kinds of item, all carrying the ``tokaudit`` marker:
 
 - ``AuditItem``: one file, or one byte-range shard of a big file (``path::tokaudit``,
-  ``path::tokaudit[shard i of n]``). Streams its part once, runs every check.
+  ``path::tokaudit[shard i]``). Streams its part once, runs every check.
 - ``WholeFileItem``: a sharded file's whole-file verdict (``path::tokaudit[file]``).
 - ``DatasetItem``: a dataset check (``pytest.ini::tokaudit::budget``), anchored at the
   ini file so it has a real location and can be selected by node id.
@@ -80,7 +80,7 @@ def dataset_anchor(config: pytest.Config) -> str:
 
 # The names of a data file's items are ours: its node id is everything before the last of
 # them, whatever `::` the file's own name holds (a node id is never cut at its first `::`).
-_ITEM = re.compile(rf"::{MARKER}(\[shard \d+ of \d+\]|\[file\])?$")
+_ITEM = re.compile(rf"::{MARKER}(\[shard \d+\]|\[file\])?$")
 
 WHOLE = f"::{MARKER}[file]"  # a sharded file's whole-file item, after the file's node id
 
@@ -296,7 +296,7 @@ class FileItems(pytest.Collector):
         for i, part in enumerate(parts):
             yield self.audit_item.from_parent(
                 self,
-                name=f"tokaudit[shard {i + 1} of {n}]",
+                name=f"tokaudit[shard {i + 1}]",
                 contract=contract,
                 shard=(i, n),
                 byte_range=part.byte_range,
@@ -364,6 +364,8 @@ class AuditItem(TokauditItem):
             engine = self.config.stash[ENGINE] if ENGINE in self.config.stash else None
             if cached is not None:  # an unchanged item: its summary before the file checks
                 summary = cached
+                if self.shard:  # the file may have grown more shards since
+                    summary.shard, summary.shards = self.shard
             elif engine is not None:  # audited elsewhere (a Ray task): its summary
                 summary = engine.summary(self)
             else:

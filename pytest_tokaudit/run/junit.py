@@ -15,9 +15,8 @@ def junit_names(nodeid: str, prefix: str | None = None) -> tuple[str, str] | Non
 
     CI pages show classname as the group and name as the test: the data folder, dotted as
     pytest dots a test module's, and the file name (`data.chat` and `a.jsonl [shard 2]`),
-    where pytest's own (`data.chat.a.jsonl`, `tokaudit[shard 2 of 4]`) reads `.jsonl` as a
-    class. A shard is named by its place only: the name does not change when the file grows
-    into more shards. Dataset checks and files at the rootdir are in class `tokaudit`.
+    where pytest's own (`data.chat.a.jsonl`, `tokaudit[shard 2]`) reads `.jsonl` as a
+    class. Dataset checks and files at the rootdir are in class `tokaudit`.
     """
     path = data_file_nodeid(nodeid)  # never cut at the first `::`: a file may hold one
     if path is None:  # a dataset check: pytest.ini::tokaudit::budget
@@ -33,7 +32,7 @@ def junit_names(nodeid: str, prefix: str | None = None) -> tuple[str, str] | Non
             classname = folder.replace("/", ".") or MARKER
         label = nodeid[len(path) + len(MARKER) + 2:]
         if label.startswith("[shard "):
-            name += f" [shard {label[len('[shard '):].split()[0]}]"
+            name += f" {label}"
         elif label == "[file]":
             name += " [whole file]"
     return (f"{prefix}.{classname}" if prefix else classname), name

@@ -80,7 +80,7 @@ def configure(config: pytest.Config) -> None:
 
 def url_of(arg: str) -> str:
     """The URL of a URL argument, which may end in one of the plugin's item names
-    (`s3://b/a.jsonl::tokaudit[shard 1 of 2]`); any other `::` is the key's own
+    (`s3://b/a.jsonl::tokaudit[shard 1]`); any other `::` is the key's own
     (`s3://b/a::b.jsonl`)."""
     return data_file_nodeid(arg) or arg
 
@@ -104,7 +104,7 @@ class Remote:
     def __init__(self, config: pytest.Config, collected: list[str], testpaths: list[str],
                  named: list[str]):
         self.config = config
-        # A URL argument may name an item: s3://b/a.jsonl::tokaudit[shard 1 of 2]
+        # A URL argument may name an item: s3://b/a.jsonl::tokaudit[shard 1]
         self.collected = list(dict.fromkeys(url_of(a) for a in collected))
         self.selectors: dict[str, list[str]] = {url_of(a): [] for a in collected}
         for a in collected:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,16 +37,34 @@ class LfsPointer(ReadError):
 MAX_SHARDS = 1024
 
 
-def shard_count(size: int, shard_size: int) -> int:
-    """How many equal byte ranges a JSONL file of `size` bytes is audited as (size > shard_size).
+def shard_cuts(size: int, shard_size: int) -> list[int]:
+    """Where a file of `size` bytes (> shard_size) is cut: [0, ..., size].
 
-    None over the size (up to MAX_SHARDS), and an even number: with an odd number two
-    workers (-n 2) finish a shard apart, and one idles through the last (a third of the run
-    for 3 shards). Not from -n: node ids and cache keys must not change with it (--lf under
-    another -n).
+    Stable under appends: every cut but the last one or two is a multiple of the shard
+    size, which does not depend on the file's size, so appending re-audits only the tail
+    (and the cache keeps the rest). Even across two workers (-n 2): an even number of
+    whole cells, then what is left (under two cells) as two equal halves, so each worker
+    gets the same bytes; none over `shard_size`. Not from -n: node ids and cache keys must
+    not change with it (--lf under another -n). Past MAX_SHARDS items the cell doubles (a
+    power of two, so the cuts stay where they were, every second one kept).
     """
-    n = min(math.ceil(size / shard_size), MAX_SHARDS)
-    return n + n % 2
+    cell = shard_size
+    while size // cell + 2 > MAX_SHARDS:
+        cell *= 2
+    whole = size // cell
+    whole -= whole % 2
+    cuts = [i * cell for i in range(whole + 1)]
+    rest = size - cuts[-1]
+    if rest > 1:
+        cuts.append(cuts[-1] + rest // 2)
+    if rest:
+        cuts.append(size)
+    return cuts
+
+
+def shard_count(size: int, shard_size: int) -> int:
+    """How many items a JSONL file of `size` bytes (> shard_size) is audited as."""
+    return len(shard_cuts(size, shard_size)) - 1
 
 
 COMPRESSED = (".gz", ".zst")

@@ -20,7 +20,7 @@ import zlib
 from pathlib import Path
 from typing import Any, BinaryIO, Callable, Iterator
 
-from .base import ReadError, shard_count
+from .base import ReadError, shard_cuts
 from .codecs import inflate
 
 ZSTD_MAGIC = 0xFD2FB528
@@ -142,17 +142,17 @@ def boundaries(path: Path) -> list[int] | None:
 
 
 def parts(path: Path, shard_size: int) -> list[tuple[int, int]] | None:
-    """Runs of whole frames of about `shard_size` compressed bytes, equal-ish as a plain
-    file's shards; None for a file that stays one item (one frame, or not walkable)."""
+    """Runs of whole frames of about `shard_size` compressed bytes: a plain file's cuts
+    (shard_cuts, stable under appended frames), each moved to the nearest frame boundary;
+    None for a file that stays one item (one frame, or not walkable)."""
     bounds = boundaries(path)
     if bounds is None or len(bounds) < 3:
         return None
 
     size = bounds[-1]
-    n = shard_count(size, shard_size) if size > shard_size else 1
+    targets = shard_cuts(size, shard_size)[1:-1] if size > shard_size else []
     cuts = [0]
-    for i in range(1, n):
-        target = i * size // n
+    for target in targets:
         at = bisect.bisect_left(bounds, target)
         near = min(bounds[max(at - 1, 0):at + 1], key=lambda b: abs(b - target))
         if cuts[-1] < near < size:

@@ -34,7 +34,7 @@ from .base import (
     ReadError,
     SourceError,
     is_compressed,
-    shard_count,
+    shard_cuts,
 )
 from .codecs import BUFFER, inflate
 from .digest import digest_bytes, digest_file, digest_range
@@ -289,9 +289,10 @@ class JsonlSource:
     kind = "lines"
 
     def parts(self, location: Any, size: int | None, shard_size: int) -> list[Part] | None:
-        """Equal byte ranges, none over `shard_size` (stat only: every xdist worker collects
-        every file and must agree); a compressed file splits at frame boundaries (its
-        headers only; a remote one, where each header would be a request, stays whole)."""
+        """Byte ranges cut by shard_cuts (stable under appends, even across -n 2; stat
+        only: every xdist worker collects every file and must agree); a compressed file
+        splits at the frame boundaries nearest those cuts (its headers only; a remote one,
+        where each header would be a request, stays whole)."""
         if size is None or size <= shard_size or shard_size == 0:
             return None
         if is_compressed(location):
@@ -302,9 +303,8 @@ class JsonlSource:
             except OSError:  # unreadable: its one item says why
                 return None
             return None if ranges is None else [Part(r) for r in ranges]
-        # Equal shards: a short last shard would leave a worker idle.
-        n = shard_count(size, shard_size)
-        return [Part((i * size // n, (i + 1) * size // n)) for i in range(n)]
+        cuts = shard_cuts(size, shard_size)
+        return [Part((a, b)) for a, b in zip(cuts, cuts[1:])]
 
     def rows_before(self, location: Any, start: int) -> int:
         return lines.lines_before(location, start)
@@ -316,7 +316,8 @@ class JsonlSource:
         if is_compressed(location):  # a run of frames: the frames its lines come from
             lo, hi = span(location, *part.byte_range)
             return ["sha256", digest_bytes(location, lo, hi), hi - lo]
-        return ["sha256", digest_range(location, *part.byte_range), os.stat(location).st_size]
+        # Not the file's size: a shard before an append is the same shard after it.
+        return ["sha256", digest_range(location, *part.byte_range)]
 
     def progress_total(self, part: Part, size: int | None) -> int | None:
         """Bytes of the file the part reads (compressed bytes of .gz and .zst)."""

@@ -55,8 +55,8 @@ def test_a_k_run_names_the_checks_it_left_out(project: TokProject):
 
 def test_a_shard_left_out_leaves_its_file_verdict_unjudged(project: TokProject):
     dataset(project)
-    n = shard_count((project.path / "data/big.jsonl").stat().st_size, 600)
-    result = project.run("--deselect", f"data/big.jsonl::tokaudit[shard 1 of {n}]")
+    assert shard_count((project.path / "data/big.jsonl").stat().st_size, 600) > 1
+    result = project.run("--deselect", "data/big.jsonl::tokaudit[shard 1]")
     assert result.ret == OK
     assert tail(result) == [
         HEAD,

@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from conftest import XDIST_MODES, TokProject, assert_no_crash, failure_section, rec, summary_section
 
+from pytest_tokaudit.sources.base import shard_cuts
 from pytest_tokaudit.sources.digest import RACY_NS, digest_range, file_state
 
 ONCE, LAST = 7, 9
@@ -50,6 +51,14 @@ def audited(project: TokProject) -> int:
     n = len(log.read_text().splitlines())
     log.unlink()
     return n
+
+
+def line_starts(data: bytes) -> list[int]:
+    starts, at = [], 0
+    for line in data.splitlines(keepends=True):
+        starts.append(at)
+        at += len(line)
+    return starts
 
 
 def report(project: TokProject, name: str = "audit.json") -> dict:
@@ -115,7 +124,7 @@ def test_a_second_run_on_unchanged_data_audits_no_record(dataset: TokProject):
     assert all(f["cached"] for f in warm_report["files"])
     items = warm_report["cache"]["items"]
     assert len(items) == 7 and warm_report["cache"]["audited"] == []  # 4 shards + 3 files
-    assert "data/big.jsonl::tokaudit[shard 1 of 4]" in items
+    assert "data/big.jsonl::tokaudit[shard 1]" in items
     # The table marks the reused files.
     table = summary_section(warm)
     assert table[0].split()[-1] == "cached"
@@ -153,7 +162,8 @@ def test_a_changed_shard_is_audited_again_alone(dataset: TokProject):
     path.write_bytes(b"".join(lines))
 
     result = dataset.run()
-    assert audited(dataset) == 5  # the last shard's records
+    start = shard_cuts(path.stat().st_size, 700)[-2]  # the last shard's records, alone
+    assert audited(dataset) == sum(1 for line in line_starts(path.read_bytes()) if line >= start) == 3
     # Judged with the whole file, from three cached shards and the new one.
     result.stdout.fnmatch_lines(["FAILED data/big.jsonl::tokaudit[[]file[]] - 1 record breaks the count tolerance*"])
 
@@ -195,8 +205,8 @@ def test_a_corrupt_or_foreign_entry_is_ignored(dataset: TokProject):
     by_file = {}
     for entry in entries:
         data = json.loads(entry.read_bytes())
-        path, shard = data["key"]["item"][:2]
-        by_file[(path, shard and shard[0])] = (entry, data)
+        path, shard = data["key"]["item"][:2]  # a shard by its place (0-based), else None
+        by_file[(path, shard)] = (entry, data)
     b_entry, b_data = by_file[("data/b.jsonl", None)]
     a_entry, a_data = by_file[("data/a.jsonl", None)]
     c_entry, c_data = by_file[("data/c.jsonl.gz", None)]
@@ -215,7 +225,9 @@ def test_a_corrupt_or_foreign_entry_is_ignored(dataset: TokProject):
 
     result = dataset.run()
     assert_no_crash(result)
-    assert audited(dataset) == 3 + 5 + 5 + 5  # b, a, c and the first shard
+    first = shard_cuts((dataset.path / "data/big.jsonl").stat().st_size, 700)[1]
+    in_first = sum(1 for at in line_starts((dataset.path / "data/big.jsonl").read_bytes()) if at < first)
+    assert audited(dataset) == 3 + 5 + 5 + in_first  # b, a, c and the first shard
     result.stdout.fnmatch_lines(["FAILED data/b.jsonl::tokaudit - 1 of 3 audited records*"])
     assert audited(dataset) == 0 and dataset.run().ret == result.ret  # rewritten, whole
 
@@ -564,7 +576,7 @@ def pytest_tokaudit_check_batch(records, summary):
     apply("audit", Path(summary.path).name)
 """
 
-RACE_FILES = {"a.jsonl": 5, "big.jsonl": 16}  # big.jsonl: 4 shards of 700 bytes
+RACE_FILES = {"a.jsonl": 5, "big.jsonl": 16}  # big.jsonl (1,824 bytes): 4 shards at 700
 
 
 def race_bytes(name: str, bad: frozenset[int]) -> bytes:
@@ -596,17 +608,19 @@ def assert_entries_hold_their_bytes(project: TokProject, seen: dict[str, set[byt
     for entry in (project.path / ".pytest_cache/d/tokaudit").rglob("*.json"):
         data = json.loads(entry.read_bytes())
         display, shard, byte_range, _ = data["key"]["item"]
-        _, digest, size = data["key"]["data"]
+        # A whole file is keyed by its digest and size; a shard by its bytes' digest alone
+        # (appending to the file leaves it the same shard).
+        key = data["key"]["data"][1:]
         name = display.rsplit("/", 1)[-1]
         matching = []
         for k, version in enumerate(sorted(seen[name])):
             if shard is None:
-                mine = hashlib.sha256(version).hexdigest()
+                mine = [hashlib.sha256(version).hexdigest(), len(version)]
             else:
                 path = scratch / f"{entry.stem}.{k}"
                 path.write_bytes(version)
-                mine = digest_range(path, *byte_range)
-            if (mine, len(version)) == (digest, size):
+                mine = [digest_range(path, *byte_range)]
+            if mine == key:
                 matching.append(version)
         assert matching, (display, shard)
         summary = json.loads(data["summary"])

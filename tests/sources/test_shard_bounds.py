@@ -65,7 +65,7 @@ def test_a_conftest_cannot_set_a_tiny_shard_size_either(monkeypatch: pytest.Monk
 
 def test_a_huge_jsonl_file_is_cut_into_at_most_max_shards():
     parts = JSONL.parts(Path("x.jsonl"), 10**13, MIN_SHARD_SIZE)  # 10 TB: stat only
-    assert parts is not None and len(parts) == MAX_SHARDS
+    assert parts is not None and MAX_SHARDS // 2 < len(parts) <= MAX_SHARDS
     assert parts[0].byte_range[0] == 0 and parts[-1].byte_range[1] == 10**13
     assert all(a.byte_range[1] == b.byte_range[0] for a, b in zip(parts, parts[1:]))
 
@@ -88,7 +88,7 @@ def test_tiny_shards_of_every_format_stop_at_max_shards(tmp_path: Path):
     out["parquet"] = PARQUET.parts(pqfile, pqfile.stat().st_size, 1)
     for name, parts in out.items():
         assert parts is not None and 500 <= len(parts) <= MAX_SHARDS, (name, len(parts or []))
-    assert len(out["jsonl"]) == MAX_SHARDS and out["jsonl"][-1].byte_range[1] == len(data)
+    assert len(out["jsonl"]) > MAX_SHARDS // 2 and out["jsonl"][-1].byte_range[1] == len(data)
     assert out["zst"][-1].byte_range[1] == zst.stat().st_size
     assert out["parquet"][-1].groups[1] == 3000
 
