@@ -38,12 +38,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="audit every file, reusing no cached result and storing none",
     )
     group.addoption(
-        "--tokaudit-engine", choices=("local", "ray"), default=None,
+        "--tokaudit-engine", metavar="NAME", default=None,
         help="where the data items are audited: local (default: in the pytest process or its "
              "xdist workers) or ray (tasks on the Ray cluster RAY_ADDRESS names, else a local one)",
     )
-    parser.addini("tokaudit_engine", "tokaudit: where the data items are audited: local or ray "
-                  "(default: local)", default="local")
     parser.addini(SWITCH, "tokaudit: audit the data files without --tokaudit (default: false)",
                   type="bool", default=False)
     add_ini_keys(parser)
@@ -176,17 +174,25 @@ def configure_engine(config: pytest.Config) -> None:
     """--tokaudit-engine / tokaudit_engine: the engine module, imported only when chosen."""
     from importlib import import_module
 
+    from .run.config import CONTRACT
     from .run.engines import ENGINE, ENGINES
 
-    name = config.getoption("tokaudit_engine") or str(config.getini("tokaudit_engine")).strip() or "local"
+    contract = config.stash[CONTRACT]
+    name = contract.engine
+    key = "--tokaudit-engine" if config.getoption("tokaudit_engine") else "tokaudit_engine"
     if name not in ENGINES:
-        raise pytest.UsageError(f"tokaudit_engine: expected one of {', '.join(ENGINES)}, got {name!r}")
+        origin = contract.sources.get("tokaudit_engine", ("", key))[1]
+        raise pytest.UsageError(f"tokaudit_engine ({origin}): expected one of "
+                                f"{', '.join(ENGINES)}, got {name!r}")
     module = ENGINES[name]
     if module is None or hasattr(config, "workerinput"):
         return
     if config.getoption("numprocesses", None) or config.getoption("dist", "no") != "no":
-        raise pytest.UsageError(f"--tokaudit-engine={name} with -n/--dist: pick one (the engine "
-                                "spreads the items itself; xdist workers would each start it)")
+        raise pytest.UsageError(f"{key}={name} with -n/--dist: pick one (the engine spreads "
+                                "the items over its workers; xdist workers would each start it)")
+    if config.getoption("tokaudit_failures", None):
+        raise pytest.UsageError(f"{key}={name} with --tokaudit-failures: not supported (the "
+                                "engine sends summaries back, not every bad record); use -n")
     engine = import_module(module).ENGINE(config)
     config.stash[ENGINE] = engine
-    config.pluginmanager.register(engine, "tokaudit.engine")
+    config.add_cleanup(engine.close)

@@ -212,6 +212,14 @@ def parse_bool(value: Any) -> bool:
     raise ContractError(f"expected true or false, got {_shown(value)}")
 
 
+def parse_engine(value: Any) -> str:
+    """Where the audit items run: a name of run/engines' registry (checked there)."""
+    text = str(value).strip().lower()
+    if not text.isidentifier():
+        raise ContractError(f"expected an engine's name (local, ray), got {value!r}")
+    return text
+
+
 def parse_words(value: Any) -> tuple[str, ...]:
     """Words separated as in a shell ('a "b c"'), or a list of them (TOML, an "args" key)."""
     if value is None:
@@ -528,6 +536,9 @@ KEYS: tuple[Key, ...] = (
     Key("tokaudit_cache_dir", "cache_dir", parse_path, "",
         "folder of the incremental cache (relative to the ini file; default: pytest's cache)",
         doc="folder of the incremental cache (relative to the ini file), for CI to keep between jobs; unset: `.pytest_cache/d/tokaudit` (see Incremental runs)"),
+    Key("tokaudit_engine", "engine", parse_engine, "local",
+        "where the audit items run: local, or ray (a Ray cluster; RAY_ADDRESS finds it)",
+        doc="where each data item's audit runs: `local` (this process, or its `-n` workers) or `ray` (a task on a Ray cluster, found by `RAY_ADDRESS`; see Past one machine); `--tokaudit-engine` overrides it"),
     Key("tokaudit_baseline_rel", "baseline_rel", parse_rel, "10%",
         "baseline: how much worse than the baseline a file may get", "float",
         doc="with `--tokaudit-baseline`: how much worse than the baseline a file's mean diff ratio, records with findings or mean round-trip ratio may get"),
@@ -597,6 +608,7 @@ class Contract:
     group_by: tuple[str, ...] = ()
     count_mean_abs: float = 5.0
     cache_dir: str = ""  # where results are cached, not a rule: no part of a cache key
+    engine: str = "local"  # where the items run, not a rule: no part of a cache key or report
     # Token specs resolved to ids (names need the tokenizer); filled by resolve_tokens.
     require_once_ids: tuple[int, ...] = ()
     require_last_ids: tuple[int, ...] = ()
@@ -730,10 +742,10 @@ class Contract:
 
     def to_json(self) -> dict[str, str]:
         """Every key as it would be written in pytest.ini (paths made absolute, URLs without
-        credentials: see base.urls.display_url), but tokaudit_cache_dir."""
+        credentials: see base.urls.display_url), but tokaudit_cache_dir and tokaudit_engine."""
         out = {}
         for key in KEYS:
-            if key.attr == "cache_dir":  # where this run cached, not a rule of the data
+            if key.attr in RUN_ATTRS:  # how this run ran, not a rule of the data
                 continue
             text = self.sources.get(key.name, (key.default, "default"))[0]
             if key.attr in PATH_ATTRS:
@@ -766,6 +778,9 @@ PATH_ATTRS = ("tokenizer", "expected_ids", "cache_dir")
 def _safe(text: Any) -> Any:
     """A value as shown or stored: a URL without what would be a credential in it."""
     return display_url(text) if is_url(text) else text
+
+
+RUN_ATTRS = ("cache_dir", "engine")  # how a run ran: in no report, no cache key
 
 
 DATASET_ATTRS = ("budget", "price_per_mtok", "unique_ids", "unique_text", "expected_ids")

@@ -62,7 +62,7 @@ FORMAT = 1
 FOLDER = "tokaudit"  # under pytest's cache directory: .pytest_cache/d/tokaudit
 
 
-NOT_KEYED = ("cache_dir",)  # contract attributes that do not shape an item's summary
+NOT_KEYED = ("cache_dir", "engine")  # contract attributes that do not shape an item's summary
 
 
 STORE = pytest.StashKey["Store | None"]()

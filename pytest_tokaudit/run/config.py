@@ -24,6 +24,8 @@ from ..tokenizers.tiktoken import locate as locate_tiktoken
 
 CONTRACT = pytest.StashKey[Contract]()  # the ini file's contract, in every process
 
+CLI = {"tokenizer": "tokaudit_tokenizer", "engine": "tokaudit_engine"}  # attr -> option dest
+
 
 def contract_from_config(config: pytest.Config) -> Contract:
     """Read every key; a bad value is a UsageError naming the key and what to write."""
@@ -53,10 +55,10 @@ def contract_from_config(config: pytest.Config) -> Contract:
             raise pytest.UsageError(f"{key.name} ({origin}): {expects}: {message}") from None
         if raw is None:
             raw, origin = key.default, "default"
-        if key.attr == "tokenizer":
-            cli = config.getoption("tokaudit_tokenizer", None)
+        if key.attr in CLI:  # the command line's option beats the ini key
+            cli = config.getoption(CLI[key.attr], None)
             if cli:
-                raw, origin = cli, "--tokaudit-tokenizer"
+                raw, origin = cli, "--" + CLI[key.attr].replace("_", "-")
         try:
             value = key.parse(raw)
             if key.attr == "expected_ids" and value and "://" in value:

@@ -44,7 +44,7 @@ from ..sources.remote import CHANGED, UNCHECKED
 from .cache import entry_for, reuse
 from .compat import failure_repr, teardown_towards
 from .config import CONTRACT
-from .engines import ENGINE, EngineError
+from .engines import ENGINE, EngineError, Result, Task
 
 # The controller's judge of a deferred item (registered where config.workerinput is absent).
 JUDGE = pytest.StashKey[Callable[["DeferredItem"], None]]()
@@ -151,6 +151,16 @@ class Collector:
                 report=pytest.CollectReport(anchor.nodeid, "passed", None, list(added))
             )
         mark_items(config, [i for i in items if isinstance(i, TokauditItem)])
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> None:
+        # Another engine (--tokaudit-engine=ray) audits the selected items elsewhere, from
+        # now on; each item's setup then takes its result. Items the cache answers stay here.
+        engine = self.config.stash.get(ENGINE, None)
+        if engine is None or session.config.option.collectonly:
+            return
+        engine.start([item.task() for item in session.items
+                      if isinstance(item, AuditItem) and item.cached() is None])
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]):
@@ -346,32 +356,75 @@ class AuditItem(TokauditItem):
     def part(self) -> Part:
         return Part(self.byte_range, self.groups)
 
-    def runtest(self) -> None:
+    # Another engine's result for this item (taken in setup); the cache entry found when the
+    # items were given to the engine (False: not looked up yet; a local file's fingerprint
+    # reads its bytes, once is enough).
+    remote: Result | None = None
+    entry: Any = False
+
+    def new_summary(self) -> FileSummary:
+        """The empty summary its pass fills."""
         contract = self.contract
         summary = FileSummary(path=self.display, max_shown=contract.max_shown,
                               id_field=".".join(contract.id_field))
         if self.shard:
             summary.shard, summary.shards = self.shard
             summary.start = self.byte_range[0]
+        return summary
+
+    def cached(self) -> FileSummary | None:
+        """Its summary from the cache, or None (the cache is off or has no entry). Not under
+        --tokaudit-failures when the entry has findings at records: that file lists every
+        bad record, which the entry does not hold."""
+        if self.entry is False:
+            self.entry = entry_for(self)  # None: the cache is off, or cannot key this item
+        return reuse(self.entry, records_needed=SINK in self.stash
+                     or bool(self.config.getoption("tokaudit_failures", None)))
+
+    def task(self) -> Task:
+        """This item's audit, for another engine."""
+        return Task(self.nodeid, self.source, self.display, self.contract, self.part,
+                    self.new_summary(), self.ihook)
+
+    def setup(self) -> None:
+        super().setup()
+        # Another engine's result, waited for here: a task it could not finish makes the
+        # item an error (no verdict on the data), and the run partial.
+        engine = self.config.stash.get(ENGINE, None)
+        try:
+            self.remote = engine.result(self.nodeid) if engine is not None else None
+            lost = None
+        except EngineError as exc:
+            lost = str(exc)
+        if lost is not None:  # outside the except block: the message alone, no chained error
+            pytest.fail(f"{self.label()}: not audited: {lost}", pytrace=False)
+        if self.remote is not None and self.remote.retries:
+            warnings.warn(TokauditWarning(
+                f"{self.label()} was audited again after: " + "; ".join(self.remote.retries)))
+
+    def runtest(self) -> None:
+        contract = self.contract
+        summary = self.new_summary()
         source = source_of(self.source)
         observers = Observers(self.stash[METER] if METER in self.stash else None,
                               self.stash[SINK] if SINK in self.stash else None)
         try:
-            entry = entry_for(self)  # None: the cache is off, or cannot key this item
-            # Not under --tokaudit-failures when the entry has findings at records: that
-            # file lists every bad record, which the entry does not hold.
-            cached = reuse(entry, records_needed=observers.sink is not None)
-            engine = self.config.stash[ENGINE] if ENGINE in self.config.stash else None
+            cached = self.cached()
+            entry = self.entry
             if cached is not None:  # an unchanged item: its summary before the file checks
                 summary = cached
                 if self.shard:  # the file may have grown more shards since
                     summary.shard, summary.shards = self.shard
-            elif engine is not None:  # audited elsewhere (a Ray task): its summary
-                summary = engine.summary(self)
+            elif self.remote is not None:  # audited by the engine: as if it ran here
+                summary = self.remote.summary
+                if self.remote.hook_error is not None:
+                    raise HookError(self.remote.hook_error)
+                if self.remote.error is not None:
+                    raise EngineError(self.remote.error)
             else:
                 audit(self.source, contract, self.ihook, summary, self.part, observers)
-                if not isinstance(self.source, Path):
-                    changed_since_listing(self.source, summary)
+            if cached is None and not isinstance(self.source, Path):
+                changed_since_listing(self.source, summary)  # here or on the cluster
             if entry is not None and cached is None:
                 entry.save(summary)
             if self.shard is None:

@@ -1,176 +1,454 @@
-"""The Ray engine against a real Ray cluster: a head started as its own processes with
-`ray start` for this module, reached through RAY_ADDRESS, on 127.0.0.1 only, and stopped by
-signalling the process group the fixture started (never `ray stop`)."""
+"""--tokaudit-engine=ray (run/engines/ray.py) against a real Ray cluster.
+
+The cluster is `ray start --head` run as its own process group, once per test session
+(these tests share one xdist group, so one worker runs them all), on 127.0.0.1 only, with
+its Ray Client server, reached through RAY_ADDRESS (`host:port`, or `ray://host:port`), and
+stopped by signalling that group: never `ray stop`, which ends every Ray process on the
+machine. Its workers see TOKAUDIT_TEST_ON_RAY=1 (the pytest runs do not), so a conftest.py
+hook can tell it runs on the cluster; and the endpoint and keys of a moto S3 server that
+the session starts, as a cluster's workers have their storage credentials.
+
+The suite compares a representative project (a sharded file, the bad-input corpus's lines,
+a folder's conftest.py, a dataset check) with an in-process run; the full parity set (the
+whole corpus, compressed and truncated files, Parquet, other contracts) is marked `full`
+and runs in `nox -s full` (docs/version-matrix.md), with the cluster killed mid-run.
+"""
 
 from __future__ import annotations
 
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
-from conftest import assert_no_crash, failure_section, rec
+from conftest import UNRELATED_PLUGINS, assert_no_crash, failure_section, rec, summary_rows
+from conftest import compress, jsonl_bytes
+from test_core import BAD_LINES, SHARD_SIZE, _complete_lines, _shard_records
 
-ray = pytest.importorskip("ray")
+pytest.importorskip("ray", reason="the [ray] extra is not installed (pip install -e '.[test]')")
 
-# A single machine here: the sandbox refuses connections to the machine's own non-loopback
-# address, so Ray keeps 127.0.0.1 instead of the host's IP (ray_constants.ENABLE_RAY_CLUSTER)
-# and runs without token authentication (a test cluster on loopback).
-ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_AUTH_MODE": "disabled",
-       "RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S": "0",
-       "RAY_USAGE_STATS_ENABLED": "0"}
+pytestmark = pytest.mark.xdist_group("ray")  # one cluster for the session, on one worker
+
+# Ray swaps 127.0.0.1 for the host's address unless told it is not joining other machines;
+# token authentication is for clusters other users can reach, not a loopback one; a test
+# cluster stops without the 30 s drain.
+RAY_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_AUTH_MODE": "disabled",
+           "RAY_USAGE_STATS_ENABLED": "0", "RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S": "0"}
+START_TIMEOUT = 120
+S3_KEYS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+           "AWS_DEFAULT_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true"}
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory):
+def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    temp = Path(f"/tmp/rt-{os.getpid()}-{port}")  # short: Ray's socket paths are limited
-    log = tmp_path_factory.mktemp("ray") / "head.log"
-    # TOKAUDIT_MIN_SHARD_SIZE: what the suite sets for every run (tests/conftest.py), so the
-    # workers read the contract's small shard sizes as the pytest process does.
-    env = {**os.environ, **ENV, "TOKAUDIT_TEST_RAY_NODE": "1", "TOKAUDIT_MIN_SHARD_SIZE": "1"}
-    ray_bin = Path(sys.executable).with_name("ray")
-    with open(log, "wb") as out:
-        head = subprocess.Popen(
-            [str(ray_bin), "start", "--head", "--block", "--num-cpus", "2", "--port", str(port),
-             "--node-ip-address", "127.0.0.1", "--temp-dir", str(temp),
-             "--include-dashboard=false", "--disable-usage-stats"],
-            stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def s3_endpoint():
+    """A moto S3 server on 127.0.0.1 for the session (None without moto)."""
     try:
-        deadline = time.monotonic() + 90
-        while b"block forever" not in log.read_bytes():
-            if head.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"ray start failed:\n{log.read_text(errors='replace')[-3000:]}")
-            time.sleep(0.5)
-        yield f"127.0.0.1:{port}"
-    finally:  # only the processes this fixture started: its session's group
-        for sig, wait in ((signal.SIGTERM, 20), (signal.SIGKILL, 5)):
-            try:
-                os.killpg(head.pid, sig)
-            except ProcessLookupError:
-                break
-            try:
-                head.wait(timeout=wait)
-                break
-            except subprocess.TimeoutExpired:
-                continue
-        subprocess.run(["rm", "-rf", str(temp)], check=False)
+        from moto.server import ThreadedMotoServer
+    except ImportError:
+        yield None
+        return
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    try:
+        yield f"http://{host}:{port}"
+    finally:
+        server.stop()
+
+
+def start_head(temp: Path, env: dict[str, str], *extra: str) -> tuple[subprocess.Popen, int]:
+    port = free_port()
+    ray = Path(sys.executable).parent / "ray"
+    with open(temp / "head.log", "wb") as log:
+        head = subprocess.Popen(
+            [str(ray), "start", "--head", "--block", "--num-cpus", "2", "--port", str(port),
+             "--node-ip-address", "127.0.0.1", "--temp-dir", str(temp / "t"),
+             "--include-dashboard=false", "--disable-usage-stats",
+             "--object-store-memory", str(100 << 20), *extra],
+            env={**os.environ, **RAY_ENV, **env}, stdout=log, stderr=subprocess.STDOUT,
+            start_new_session=True)
+    deadline = time.monotonic() + START_TIMEOUT
+    while b"Ray runtime started" not in (temp / "head.log").read_bytes():
+        if head.poll() is not None or time.monotonic() > deadline:
+            stop_group(head)
+            pytest.fail("ray start --head did not start:\n"
+                        + (temp / "head.log").read_text(errors="replace")[-3000:])
+        time.sleep(0.5)
+    return head, port
+
+
+def stop_group(head: subprocess.Popen) -> None:
+    """SIGTERM the head's process group (the fixture's own), then SIGKILL what is left."""
+    for sig, wait in ((signal.SIGTERM, 20), (signal.SIGKILL, 10)):
+        try:
+            os.killpg(head.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            head.wait(timeout=wait)
+        except subprocess.TimeoutExpired:
+            continue
+        time.sleep(1)  # the raylet's workers leave after the head
+
+
+@pytest.fixture(scope="session")
+def ray_cluster(s3_endpoint):
+    """A 2-CPU Ray head for the session: its GCS address and its Ray Client address."""
+    temp = Path(tempfile.mkdtemp(prefix="tkray", dir="/tmp"))  # Ray's socket paths are short
+    client_port = free_port()
+    env = {"TOKAUDIT_TEST_ON_RAY": "1", "TOKAUDIT_MIN_SHARD_SIZE": "1"}
+    if s3_endpoint:
+        env.update(S3_KEYS, FSSPEC_S3_ENDPOINT_URL=s3_endpoint)
+    head, port = start_head(temp, env, "--ray-client-server-port", str(client_port))
+    try:
+        yield SimpleNamespace(address=f"127.0.0.1:{port}", client=f"ray://127.0.0.1:{client_port}")
+    finally:
+        stop_group(head)
+        shutil.rmtree(temp, ignore_errors=True)
 
 
 @pytest.fixture
-def on_ray(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, cluster: str):
-    for name, value in ENV.items():
+def on_ray(ray_cluster, monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.setenv("RAY_ADDRESS", ray_cluster.address)
+    for name, value in RAY_ENV.items():
         monkeypatch.setenv(name, value)
-    monkeypatch.setenv("RAY_ADDRESS", cluster)
-    return pytester
+    return ray_cluster.address
 
 
-def dataset(pytester: pytest.Pytester) -> None:
-    pytester.makeini("[pytest]\ntokaudit_unique_ids = true\ntokaudit_shard_size = 2000\ntokaudit_count_abs = 1\n"
-                     "tokaudit_count_outliers = 0\n")
-    data = pytester.path / "data"
-    data.mkdir()
-    good = [rec(i) for i in range(1, 21)]
-    bad = [rec(100 + i) for i in range(10)]
-    bad[3] = rec(103, 10, 14)
-    bad[6] = rec(101)  # an id twice
-    big = [rec(1000 + i) for i in range(200)]
-    big[150] = rec(1150, 10, 30)
-    for name, rows in (("good.jsonl", good), ("bad.jsonl", bad), ("big.jsonl", big)):
-        (data / name).write_text("".join(json.dumps(r) + "\n" for r in rows))
-
-
-def run(pytester: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, dict]:
-    # Outside the project: a .json file there would be named by the coverage check.
-    report = pytester.path.parent / f"{pytester.path.name}-r{len(list(pytester.path.parent.glob(pytester.path.name + '-r*.json')))}.json"
-    result = pytester.runpytest_subprocess("--tokaudit", "data", "-rA", "-p", "no:cacheprovider",
-                                           f"--tokaudit-json={report}", *args, timeout=300)
-    data = json.loads(report.read_text())
-    data.pop("cache", None)
+def run(pytester: pytest.Pytester, *args: str, paths: tuple[str, ...] = ("data",)
+        ) -> tuple[pytest.RunResult, dict]:
+    report = pytester.path / "report.json"
+    result = pytester.runpytest_subprocess(
+        "--tokaudit", *paths, "-p", "no:xdist", *UNRELATED_PLUGINS, "-rA",
+        "--tokaudit-no-cache", f"--tokaudit-json={report}", *args, timeout=300)
+    data = json.loads(report.read_text()) if report.exists() else {}
+    report.unlink(missing_ok=True)  # not a file the next run's coverage check should see
     return result, data
 
 
-def outcomes(result: pytest.RunResult) -> list[str]:
-    return sorted(re.findall(r"^(?:PASSED|FAILED|ERROR|SKIPPED) \S+", result.stdout.str(), re.M))
+def lines(result: pytest.RunResult) -> list[str]:
+    """The output but what differs between two identical runs (times, the report's name)."""
+    return [re.sub(r" in \d+\.\d+s", " in Ns", line) for line in result.stdout.lines
+            if "tokaudit JSON report:" not in line]
 
 
-def test_the_ray_engine_gives_the_verdicts_of_an_in_process_run(on_ray: pytest.Pytester):
-    dataset(on_ray)
-    local, local_report = run(on_ray, "-p", "no:xdist")
-    remote, remote_report = run(on_ray, "--tokaudit-engine=ray", "-p", "no:xdist")
-    assert_no_crash(remote)
-    assert remote.ret == local.ret == pytest.ExitCode.TESTS_FAILED
-    assert outcomes(remote) == outcomes(local)
-    assert len([o for o in outcomes(remote) if "big.jsonl::tokaudit[shard" in o]) > 2
-    assert remote_report == local_report
-    assert failure_section(remote, "data/bad.jsonl") == failure_section(local, "data/bad.jsonl")
-    summary = lambda r: r.stdout.str()[r.stdout.str().index("tokaudit summary"):]  # noqa: E731
-    assert summary(remote).splitlines()[:12] == summary(local).splitlines()[:12]
+def assert_same(ray: pytest.RunResult, ray_report: dict, local: pytest.RunResult,
+                local_report: dict) -> None:
+    assert_no_crash(ray)
+    assert ray.ret == local.ret
+    assert ray.parseoutcomes() == local.parseoutcomes()
+    assert lines(ray) == lines(local)
+    assert ray_report == local_report
 
 
-def test_a_task_that_keeps_failing_errors_its_item_and_the_run_is_red(on_ray: pytest.Pytester):
-    dataset(on_ray)
-    on_ray.makeconftest("""
-        import os
+SHIPPED_CONFTEST = """
+import os
 
-        def pytest_tokaudit_check_record(record):
-            if os.environ.get("TOKAUDIT_TEST_RAY_NODE") and record.id == 103:
-                raise RuntimeError("this hook fails on the cluster")
-    """)
-    result, report = run(on_ray, "--tokaudit-engine=ray", "-p", "no:xdist")
-    assert_no_crash(result)
-    assert result.ret == pytest.ExitCode.TESTS_FAILED
-    out = result.stdout.str()
-    assert re.search(r"^FAILED data/bad\.jsonl::tokaudit - ", out, re.M), out
-    assert ("data/bad.jsonl::tokaudit: its Ray task failed after 2 retries: RuntimeError: "
-            "this hook fails on the cluster") in out
-    assert "partial run" in out and report["partial"]
+def pytest_tokaudit_check_record(record, contract):
+    if os.environ.get("TOKAUDIT_TEST_ON_RAY"):  # proof that the hook ran on the cluster
+        open(os.path.join(%r, "on-ray-%%d" %% os.getpid()), "w").close()
+    if record.id == "s2":
+        return "odd: sample s2"
+"""
 
 
-def test_a_worker_killed_mid_task_is_retried_to_the_same_verdict(on_ray: pytest.Pytester):
-    dataset(on_ray)
-    flag = on_ray.path / "killed-once"
-    on_ray.makeconftest(f"""
-        import os, signal
-        from pathlib import Path
+def parity_project(pytester: pytest.Pytester) -> Path:
+    """A sharded file, a folder whose conftest.py adds a finding (it must not reach the
+    other folders' files), a broken line and a duplicated id (a dataset check)."""
+    pytester.makeini(f"[pytest]\ntokaudit_shard_size = {SHARD_SIZE}\ntokaudit_unique_ids = true\n")
+    marks = pytester.path / "marks"
+    marks.mkdir()
+    data = pytester.path / "data"
+    (data / "sub").mkdir(parents=True)
+    (data / "good.jsonl").write_text("".join(json.dumps(rec(f"s{i}")) + "\n" for i in range(5)))
+    (data / "sub" / "conftest.py").write_text(SHIPPED_CONFTEST % str(marks))
+    (data / "sub" / "b.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in (rec("t1"), rec("s2", billed=30), rec("g1"))) + "{bad\n")
+    (data / "big.jsonl").write_text(
+        "".join((json.dumps(r) if not isinstance(r, str) else r) + "\n" for r in _shard_records()))
+    (data / "lines.jsonl").write_bytes(jsonl_bytes(BAD_LINES))  # the bad-input corpus
+    return marks
 
-        def pytest_tokaudit_check_record(record):
-            flag = Path({str(flag)!r})
-            if os.environ.get("TOKAUDIT_TEST_RAY_NODE") and record.id == 105 and not flag.exists():
-                flag.touch()
-                os.kill(os.getpid(), signal.SIGKILL)  # the worker dies inside the task
-    """)
-    local, local_report = run(on_ray, "-p", "no:xdist")
-    remote, remote_report = run(on_ray, "--tokaudit-engine=ray", "-p", "no:xdist")
-    assert flag.exists()  # it was killed once, and the retry ran to the end
-    assert outcomes(remote) == outcomes(local) and remote_report == local_report
+
+def test_the_ray_engine_gives_the_same_verdicts_as_in_process(pytester: pytest.Pytester, on_ray):
+    marks = parity_project(pytester)
+    local, local_report = run(pytester)
+    assert not list(marks.iterdir())  # the runs of the test itself are not on the cluster
+    ray, ray_report = run(pytester, "--tokaudit-engine=ray")
+    assert_same(ray, ray_report, local, local_report)
+    assert ray.ret == pytest.ExitCode.TESTS_FAILED
+    # What makes the comparison worth something: the conftest hook ran on Ray workers, for
+    # its folder only (good.jsonl's s2 is no finding); the sharded file's shards and [file]
+    # verdict, the shipped hook's finding, the dataset check.
+    assert list(marks.iterdir())
+    assert summary_rows(ray)["data/big.jsonl"] == summary_rows(local)["data/big.jsonl"]
+    ray.stdout.fnmatch_lines(["PASSED data/good.jsonl::tokaudit",
+                              "FAILED data/big.jsonl::tokaudit[[]file[]] - *",
+                              "FAILED tox.ini::tokaudit::unique_ids - *"])
+    assert len(re.findall(r"^\w+ data/big\.jsonl::tokaudit\[shard \d+", ray.stdout.str(), re.M)) > 2
+    assert any("odd: sample s2" in line for line in failure_section(ray, "data/sub/b.jsonl"))
 
 
-def test_an_unreachable_cluster_or_xdist_is_a_usage_error(pytester: pytest.Pytester,
-                                                            monkeypatch: pytest.MonkeyPatch):
-    for name, value in ENV.items():
+def test_ray_client_addresses_give_the_same_verdicts(pytester: pytest.Pytester, ray_cluster,
+                                                     monkeypatch: pytest.MonkeyPatch):
+    """RAY_ADDRESS=ray://host:port (Ray Client, what a CI runner outside the cluster uses)."""
+    pytest.importorskip("grpc", reason="Ray Client needs ray[client] (the [ray] extra)")
+    for name, value in RAY_ENV.items():
         monkeypatch.setenv(name, value)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        dead = s.getsockname()[1]
-    monkeypatch.setenv("RAY_ADDRESS", f"127.0.0.1:{dead}")
-    monkeypatch.setenv("RAY_gcs_rpc_server_connect_timeout_s", "2")
-    dataset(pytester)
-    result = pytester.runpytest_subprocess("--tokaudit", "data", "--tokaudit-engine=ray", "-p", "no:xdist",
-                                           timeout=120)
+    parity_project(pytester)
+    local, local_report = run(pytester)
+    monkeypatch.setenv("RAY_ADDRESS", ray_cluster.client)
+    ray, ray_report = run(pytester, "--tokaudit-engine=ray")
+    assert_same(ray, ray_report, local, local_report)
+
+
+def test_data_in_object_storage_is_read_on_the_cluster(pytester: pytest.Pytester, on_ray,
+                                                         s3_endpoint, monkeypatch: pytest.MonkeyPatch):
+    """s3:// URLs: listed by pytest, read by the Ray workers with their own credentials."""
+    if s3_endpoint is None:
+        pytest.skip("moto is not installed")
+    boto3 = pytest.importorskip("boto3")
+    for name, value in {**S3_KEYS, "FSSPEC_S3_ENDPOINT_URL": s3_endpoint}.items():
+        monkeypatch.setenv(name, value)
+    client = boto3.client("s3", endpoint_url=s3_endpoint)
+    bucket = f"ray-{os.getpid()}-{free_port()}"
+    client.create_bucket(Bucket=bucket)
+    pytester.makeini(f"[pytest]\ntokaudit_shard_size = {SHARD_SIZE}\n")
+    big = "".join((json.dumps(r) if not isinstance(r, str) else r) + "\n" for r in _shard_records())
+    client.put_object(Bucket=bucket, Key="data/big.jsonl", Body=big.encode())
+    client.put_object(Bucket=bucket, Key="data/a.jsonl",
+                      Body="".join(json.dumps(rec(f"a{i}")) + "\n" for i in range(4)).encode())
+    url = f"s3://{bucket}/data/"
+    local, local_report = run(pytester, paths=(url,))
+    ray, ray_report = run(pytester, "--tokaudit-engine=ray", paths=(url,))
+    assert_same(ray, ray_report, local, local_report)
+    ray.stdout.fnmatch_lines([f"PASSED {url}a.jsonl::tokaudit",
+                              f"FAILED {url}big.jsonl::tokaudit[[]file[]] - *"])
+    # No bytes of the data were read in the pytest process: the items' tasks read them.
+    assert "s3://" in json.dumps(ray_report["files"])
+
+
+KILLING_CONFTEST = """
+import os, signal
+
+def pytest_tokaudit_check_batch(records, summary):
+    # The first attempt's worker dies mid-task, on the cluster only.
+    flag = os.path.join(%r, "killed")
+    if os.environ.get("TOKAUDIT_TEST_ON_RAY") and %s:
+        open(flag, "a").write("%%d\\n" %% os.getpid())
+        os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_a_worker_killed_mid_task_gives_the_same_verdict_and_says_so(pytester: pytest.Pytester, on_ray):
+    pytester.makeini("[pytest]\n")
+    flags = pytester.path / "flags"
+    flags.mkdir()
+    data = pytester.path / "data"
+    data.mkdir()
+    (data / "conftest.py").write_text(KILLING_CONFTEST % (str(flags), "not os.path.exists(flag)"))
+    (data / "a.jsonl").write_text("".join(json.dumps(rec(f"a{i}", billed=10 + 9 * (i == 3))) + "\n"
+                                          for i in range(6)))
+    (data / "b.jsonl").write_text("".join(json.dumps(rec(f"b{i}")) + "\n" for i in range(6)))
+    local, local_report = run(pytester)
+    ray, ray_report = run(pytester, "--tokaudit-engine=ray")
+    assert_no_crash(ray)
+    assert (flags / "killed").read_text().count("\n") == 1  # one worker died
+    outcomes = ray.parseoutcomes()
+    assert outcomes.pop("warnings") == 1  # the retry, named
+    assert outcomes == local.parseoutcomes() == {"failed": 1, "passed": 2}
+    assert ray_report == local_report
+    assert failure_section(ray, "data/a.jsonl") == failure_section(local, "data/a.jsonl")
+    ray.stdout.fnmatch_lines(["*tokaudit: data/?.jsonl was audited again after: "
+                              "WorkerCrashedError*"])
+
+
+def test_a_task_that_keeps_failing_errors_its_item_and_the_run_is_red(pytester: pytest.Pytester, on_ray):
+    pytester.makeini("[pytest]\n")
+    data = pytester.path / "data"
+    (data / "dies").mkdir(parents=True)
+    (data / "raises").mkdir()
+    (data / "dies" / "conftest.py").write_text(KILLING_CONFTEST % (str(pytester.path), "True"))
+    (data / "raises" / "conftest.py").write_text(
+        "import os\n\ndef pytest_tokaudit_check_record(record):\n"
+        "    if os.environ.get('TOKAUDIT_TEST_ON_RAY'):\n"
+        "        raise RuntimeError('no such service on the cluster')\n")
+    for where in ("dies", "raises"):
+        (data / where / "a.jsonl").write_text(json.dumps(rec("x1")) + "\n")
+    result, report = run(pytester, "--tokaudit-engine=ray")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    assert result.parseoutcomes() == {"errors": 1, "failed": 1, "skipped": 1}
+    result.stdout.fnmatch_lines([
+        "tokaudit: data/dies/a.jsonl: not audited: the task was lost 3 times (retried 2 times); "
+        "last: WorkerCrashedError: The worker died unexpectedly*",
+        "*RuntimeError: no such service on the cluster (on the Ray worker, pid *)",
+        "*::tokaudit::coverage: skipped: partial run: 2 data files did not finish*",
+        "SKIPPED [[]1[]] tox.ini: partial run*",
+        "ERROR data/dies/a.jsonl::tokaudit - *",
+        "FAILED data/raises/a.jsonl::tokaudit - *",
+    ])
+    assert (pytester.path / "killed").read_text().count("\n") == 3
+    assert report["partial"]
+
+
+def test_an_unreachable_cluster_or_n_is_a_usage_error(pytester: pytest.Pytester,
+                                                       monkeypatch: pytest.MonkeyPatch):
+    pytester.makeini("[pytest]\ntokaudit_engine = ray\n")
+    (pytester.path / "data").mkdir()
+    (pytester.path / "data" / "a.jsonl").write_text(json.dumps(rec("x1")) + "\n")
+    for name, value in RAY_ENV.items():
+        monkeypatch.setenv(name, value)
+    for address in (f"127.0.0.1:{free_port()}", f"ray://127.0.0.1:{free_port()}"):  # stopped
+        monkeypatch.setenv("RAY_ADDRESS", address)
+        result = pytester.runpytest_subprocess("--tokaudit", "data", "-p", "no:xdist", timeout=120)
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        assert "Traceback" not in result.stderr.str() + result.stdout.str()
+        result.stderr.fnmatch_lines([f"ERROR: tokaudit_engine = ray: the Ray cluster at {address} "
+                                     "is not reachable (*); set RAY_ADDRESS to a running cluster*"])
+    result = pytester.runpytest_subprocess("--tokaudit", "data", "-n", "2", timeout=120)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    assert f"cannot reach the Ray cluster at 127.0.0.1:{dead}" in result.stderr.str()
-    assert "Traceback" not in result.stderr.str()
-    result = pytester.runpytest_subprocess("--tokaudit", "data", "--tokaudit-engine=ray", "-n", "2",
-                                           timeout=120)
+    result.stderr.fnmatch_lines(["ERROR: tokaudit_engine=ray with -n/--dist: pick one*"])
+    result = pytester.runpytest_subprocess("--tokaudit", "data", "-p", "no:xdist",
+                                           "--tokaudit-engine=dask", timeout=120)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    assert "pick one" in result.stderr.str()
+    result.stderr.fnmatch_lines(["ERROR: tokaudit_engine (--tokaudit-engine): expected one of local, ray, got 'dask'"])
+    result = pytester.runpytest_subprocess("--tokaudit", "data", "-p", "no:xdist",
+                                           "--tokaudit-failures=f.jsonl", timeout=120)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: tokaudit_engine=ray with --tokaudit-failures: *"])
+
+
+def test_without_ray_or_with_a_hook_that_cannot_travel_is_a_usage_error(pytester: pytest.Pytester):
+    pytester.makeini("[pytest]\ntokaudit_engine = ray\n")
+    (pytester.path / "data").mkdir()
+    (pytester.path / "data" / "a.jsonl").write_text(json.dumps(rec("x1")) + "\n")
+    # A plugin object holding a lock: it cannot be pickled, so it cannot run on the cluster.
+    (pytester.path / "conftest.py").write_text(
+        "import threading\n\n"
+        "class Locked:\n"
+        "    def __init__(self):\n"
+        "        self.lock = threading.Lock()\n\n"
+        "    def pytest_tokaudit_check_batch(self, records):\n"
+        "        return None\n\n"
+        "def pytest_configure(config):\n"
+        "    config.pluginmanager.register(Locked(), 'locked')\n")
+    result = pytester.runpytest_subprocess("--tokaudit", "data", "-p", "no:xdist", timeout=120)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: tokaudit_engine = ray: the hooks of locked cannot be "
+                                 "sent to the Ray cluster (TypeError: *lock*)*"])
+    # Ray not installed (here: not importable): say which extra to install.
+    (pytester.path / "conftest.py").write_text("import sys\n\nsys.modules['ray'] = None\n")
+    result = pytester.runpytest_subprocess("--tokaudit", "data", "-p", "no:xdist", timeout=120)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "Traceback" not in result.stderr.str() + result.stdout.str()
+    result.stderr.fnmatch_lines(["ERROR: tokaudit_engine = ray needs Ray on this machine: "
+                                 "pip install 'pytest-tokaudit[ray]'"])
+
+
+SLOW_CONFTEST = """
+import os, time
+
+def pytest_tokaudit_check_batch(records, summary):
+    if os.environ.get("TOKAUDIT_TEST_ON_RAY"):
+        open(os.path.join(%r, "started"), "a").close()
+        time.sleep(30)  # the cluster is stopped meanwhile
+"""
+
+
+@pytest.mark.full
+def test_a_cluster_that_stops_mid_run_errors_the_items_left_and_the_run_ends(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch):
+    """The head dies while tasks run: the items waiting error naming it within seconds, the
+    run is red and partial, and pytest ends with its reports (Ray would end the process a
+    minute later, with none)."""
+    temp = Path(tempfile.mkdtemp(prefix="tkray", dir="/tmp"))
+    head, port = start_head(temp, {"TOKAUDIT_TEST_ON_RAY": "1"})
+    try:
+        for name, value in RAY_ENV.items():
+            monkeypatch.setenv(name, value)
+        monkeypatch.setenv("RAY_ADDRESS", f"127.0.0.1:{port}")
+        pytester.makeini("[pytest]\n")
+        data = pytester.path / "data"
+        data.mkdir()
+        (data / "conftest.py").write_text(SLOW_CONFTEST % str(pytester.path))
+        for k in range(4):
+            (data / f"f{k}.jsonl").write_text(json.dumps(rec(f"f{k}")) + "\n")
+        report = pytester.path.parent / f"{pytester.path.name}-report.json"
+        out = pytester.path.parent / f"{pytester.path.name}-out.txt"
+        with open(out, "wb") as fh:
+            run = subprocess.Popen(
+                [sys.executable, "-m", "pytest", "--tokaudit", "data", "-p", "no:xdist",
+                 *UNRELATED_PLUGINS, "--tokaudit-engine=ray", f"--tokaudit-json={report}",
+                 "-p", "no:cacheprovider"], cwd=pytester.path, stdout=fh, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 60
+        while not (pytester.path / "started").exists():
+            assert time.monotonic() < deadline and run.poll() is None, out.read_text()
+            time.sleep(0.2)
+        stop_group(head)
+        stopped = time.monotonic()
+        rc = run.wait(timeout=50)
+        text = out.read_text()
+        assert time.monotonic() - stopped < 40, text
+        assert rc == pytest.ExitCode.TESTS_FAILED, text
+        assert "stopped answering during the run" in text and "Traceback" not in text, text
+        assert json.loads(report.read_text())["partial"]
+    finally:
+        stop_group(head)
+        shutil.rmtree(temp, ignore_errors=True)
+
+
+CONTRACTS = {
+    "default": "tokaudit_max_shown = 50\n",
+    "where": "tokaudit_max_shown = 50\ntokaudit_where = provider\n",
+    "structure": "tokaudit_max_shown = 50\ntokaudit_require_once = 1\ntokaudit_require_last = 3\n"
+                 "tokaudit_forbid = 2\ntokaudit_unique_ids = true\n",
+}
+
+
+@pytest.mark.full
+@pytest.mark.parametrize("contract", list(CONTRACTS))
+def test_the_whole_corpus_audits_the_same_on_ray(pytester: pytest.Pytester, on_ray, contract: str):
+    """Every file of the bad-input corpus, compressed and cut files, a sharded file and a
+    Parquet twin, under three contracts: the same output and JSON report as in process."""
+    from test_reliability_reader import NEW_BAD_LINES
+
+    pytester.makeini(f"[pytest]\ntokaudit_shard_size = {SHARD_SIZE}\n" + CONTRACTS[contract])
+    data = pytester.path / "data"
+    data.mkdir()
+    (data / "lines.jsonl").write_bytes(jsonl_bytes(BAD_LINES + NEW_BAD_LINES))
+    (data / "crlf.jsonl").write_bytes(jsonl_bytes([rec("c1"), rec("c2", 12)], newline=b"\r\n"))
+    (data / "tail.jsonl").write_bytes(jsonl_bytes([rec("n1"), rec("n3", 40)], final_newline=False))
+    (data / "empty.jsonl").write_bytes(b"")
+    big = [rec(f"t{i}", 200) for i in range(400)]
+    big[1] = rec("t1", 200, billed=1)
+    for suffix in (".gz", ".zst"):
+        packed = compress(jsonl_bytes(big), suffix)
+        (data / f"truncated.jsonl{suffix}").write_bytes(packed[: len(packed) // 2])
+        assert _complete_lines(packed[: len(packed) // 2], suffix) > 2
+    (data / "garbage.jsonl.zst").write_bytes(b"this is not zstd data\n" * 10)
+    (data / "big.jsonl").write_bytes(jsonl_bytes(_shard_records()))
+    pq = pytest.importorskip("pyarrow.parquet")
+    import pyarrow as pa
+
+    rows = [rec(f"p{i}", 10, billed=10 + (i == 7) * 30, provider="a") for i in range(40)]
+    pq.write_table(pa.Table.from_pylist(rows), data / "rows.parquet", row_group_size=7)
+    local, local_report = run(pytester)
+    ray, ray_report = run(pytester, "--tokaudit-engine=ray")
+    assert_same(ray, ray_report, local, local_report)
+    assert local.ret == pytest.ExitCode.TESTS_FAILED

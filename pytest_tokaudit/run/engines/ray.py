@@ -1,198 +1,314 @@
-"""The Ray engine (`--tokaudit-engine=ray`): each selected data item's audit is a Ray task
-on the cluster, near the data; only its summary comes back. pytest stays the gate.
+"""The Ray engine (--tokaudit-engine=ray): each selected item's part audited as a Ray task.
 
-The cluster is found as Ray users expect: RAY_ADDRESS (`host:port`, or `ray://host:10001`
-for Ray Client), else a local instance started for the run and shut down after it. Tasks
-are submitted ahead of the items that report them, a bounded number in flight; a worker
-lost mid-task is retried by Ray (TASK_RETRIES); a task that keeps failing makes its item an
-error naming the cause, and the run partial. On the workers, the check hooks are the
-built-in checks (less those blocked with -p no:NAME) and the rootdir's conftest.py files,
-shipped by value; the package itself is shipped with the task (runtime_env py_modules).
+The pytest process keeps collection, the cache and every verdict. A task gets the item's
+source (a local path the cluster must share, or a URL), part, contract, its empty summary
+and the check hooks that apply to the item (the built-in checks and plugins by reference,
+its conftest.py files' hooks by value), runs the engine's pass there and returns the
+summary as JSON: summaries cross the network, never records. The plugin's own package is
+shipped with the job (runtime_env py_modules), so the workers run the controller's code.
+
+This module is imported only when the engine is chosen; `ray` when the run starts.
 """
 
 from __future__ import annotations
 
+import hashlib
+import logging
 import os
 import socket
-import sys
-import types
+import traceback
 from pathlib import Path
-from typing import Any
+from types import ModuleType, SimpleNamespace
+from typing import Any, Sequence
 
-import orjson
 import pytest
 
-from ...base.urls import scrub
-from ...checks import DATASET, RECORD, builtin
-from ...checks.dataset import IdsChannel
-from ...checks.standalone import standalone_hook
+from ... import hookspecs
+from ...base.urls import display_url, scrub
 from ...engine.passes import audit
+from ...engine.plain import HookError
 from ...model.contract import Contract
 from ...model.summary import FileSummary
 from ...sources.base import Part
-from . import EngineError
+from . import EngineError, Result, Task
 
-# Per worker process: the hooks of a run (built-in checks and conftest modules), built once.
-STANDALONE_HOOKS: dict[str, Any] = {}
-TASK_RETRIES = 2  # a worker process lost mid-task (killed, out of memory): tried again
-IN_FLIGHT_PER_CPU = 2
-
-
-class RayTaskFailed(EngineError):
-    """The item's task failed on the cluster (after Ray's retries); the message says why."""
-
-
-def _ray() -> Any:
-    try:
-        import ray
-    except ImportError:
-        raise pytest.UsageError("--tokaudit-engine=ray needs Ray: pip install 'pytest-tokaudit[ray]'") from None
-    return ray
+RETRIES = 2  # a task whose worker died runs again, at most this many times
+WATCH = 5.0  # seconds between two checks that the cluster still answers, while waiting
+HOOKS = ("pytest_tokaudit_check_record", "pytest_tokaudit_check_batch")  # what runs there
+# What the columnar path reads from a plugin besides its hooks (checks/__init__.py).
+DECLARED = ("native", "reads", "native_key")
+PACKAGE = Path(__file__).resolve().parents[2]  # pytest_tokaudit/, shipped with the job
+KEY = "tokaudit_engine = ray"
 
 
-def conftest_sources(root: Path) -> list[tuple[str, str]]:
-    """(path relative to the rootdir, source) of every conftest.py under it (not in hidden
-    folders or virtual environments): the hooks a worker must run."""
-    out = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith((".", "__"))
-                             and not Path(dirpath, d, "pyvenv.cfg").exists())
-        if "conftest.py" in filenames:
-            path = Path(dirpath, "conftest.py")
-            out.append((path.relative_to(root).as_posix(), path.read_text(encoding="utf-8")))
-    return out
-
-
-def _audit(payload: bytes) -> bytes:
-    """On a Ray worker: one item's audit, its summary as JSON."""
-    job = orjson.loads(payload)
-    key = job["hooks_key"]
-    hook = STANDALONE_HOOKS.get(key)
-    if hook is None:  # once per worker process and run: the hooks and their modules
-        modules = []
-        for k, (rel, source) in enumerate(job["conftests"]):
-            module = types.ModuleType(f"tokaudit_conftest_{k}")
-            module.__file__ = rel
-            sys.modules[module.__name__] = module
-            exec(compile(source, rel, "exec"), module.__dict__)  # noqa: S102 - the run's own conftest
-            modules.append(module)
-        checks = {n: c for n, c in builtin().items() if n not in job["blocked"]}
-        checks["tokaudit.ids"] = IdsChannel  # the ids the id checks read (never blocked)
-        hook = STANDALONE_HOOKS[key] = standalone_hook(modules, checks, plugins_first=True)
-    contract = Contract.from_json(job["contract"], origin=job["contract_origin"]).resolve_tokens()
-    summary = FileSummary(path=job["display"], max_shown=contract.max_shown,
-                          id_field=".".join(contract.id_field))  # as the item makes it
-    if job["shard"]:
-        summary.shard, summary.shards = job["shard"]
-        summary.start = job["byte_range"][0]
-    location: Any = Path(job["path"])
-    audit(location, contract, hook, summary, Part(tuple(job["byte_range"]), job["groups"] and tuple(job["groups"])))
-    return summary.to_json().encode()
+def hint() -> str:
+    return ("set RAY_ADDRESS to a running cluster (host:port of `ray start --head`, or "
+            "ray://host:10001), or unset it to start a local instance for the run")
 
 
 class RayEngine:
-    """Registered on the pytest process that runs the items when the engine is ray."""
+    """Submits the items' tasks in run order, at most `limit` in flight (twice the
+    cluster's CPUs), and hands each item its result when its runtest asks."""
 
     def __init__(self, config: pytest.Config):
         self.config = config
-        ray = _ray()
-        self.ray = ray
-        address = os.environ.get("RAY_ADDRESS")
-        root = config.rootpath
-        package = Path(__file__).resolve().parents[2]
-        if address:
-            _probe(address)  # a cluster that is not there fails now, not after Ray's retries
-        try:
-            ray.init(address=address or "local", log_to_driver=False, logging_level="ERROR",
-                     include_dashboard=False if not address else None,
-                     runtime_env={"py_modules": [str(package)]} if address else None)
-        except Exception as exc:  # noqa: BLE001 - an unreachable cluster, a version mismatch
-            where = scrub(address) if address else "a local instance"
-            raise pytest.UsageError(
-                f"--tokaudit-engine=ray: cannot reach the Ray cluster at {where}: "
-                f"{' '.join(str(exc).split())[:300]} (set RAY_ADDRESS to a running cluster, "
-                "or unset it to start a local one)") from None
-        self.started_here = not address
-        self.task = ray.remote(max_retries=TASK_RETRIES, retry_exceptions=False)(_audit)
-        cpus = int(ray.cluster_resources().get("CPU", 1))
-        self.limit = max(1, cpus * IN_FLIGHT_PER_CPU)
-        self.conftests = conftest_sources(root)
-        self.blocked = sorted(n for n in _names() if config.pluginmanager.is_blocked(n))
-        self.queue: list[Any] = []
-        self.refs: dict[str, Any] = {}
-        self.retries: dict[str, int] = {}
+        self.ray: Any = None
+        self.remote: Any = None  # the remote function
+        self.tasks: dict[str, Task] = {}  # submitted or waiting, until their result is taken
+        self.order: list[str] = []
+        self.next = 0
+        self.running: dict[str, Any] = {}  # key -> ObjectRef
+        self.hooks: dict[str, tuple[str, Any]] = {}  # key -> (digest, the hooks' ObjectRef)
+        self.limit = 2
+        self.address = ""  # RAY_ADDRESS, if the cluster is not one started for the run
+        self.gone = ""  # why the cluster no longer answers
 
-    def pytest_collection_finish(self, session: pytest.Session) -> None:
-        self.queue = [i for i in session.items if hasattr(i, "part") and hasattr(i, "contract")]
-        self._top_up()
-
-    def _payload(self, item: Any) -> bytes:
-        contract = item.contract
-        return orjson.dumps({
-            "path": str(item.source), "display": item.display, "shard": item.shard,
-            "byte_range": list(item.byte_range), "groups": item.groups,
-            "contract": contract.to_json(), "contract_origin": "ray",
-            "conftests": self.conftests, "blocked": self.blocked,
-            "hooks_key": f"{os.getpid()}:{id(self)}",
-        })
-
-    def _submit(self, item: Any) -> None:
-        if item.nodeid not in self.refs:
-            self.refs[item.nodeid] = self.task.remote(self._payload(item))
-
-    def _top_up(self) -> None:
-        pending = [r for r in self.refs.values() if r is not None]
-        ready, _ = self.ray.wait(pending, num_returns=len(pending), timeout=0) if pending else ([], [])
-        running = len(pending) - len(ready)
-        while self.queue and running < self.limit:
-            item = self.queue.pop(0)
-            if item.nodeid not in self.refs:
-                self._submit(item)
-                running += 1
-
-    def summary(self, item: Any) -> FileSummary:
-        if not isinstance(item.source, Path):
-            raise RayTaskFailed("--tokaudit-engine=ray audits local paths the cluster shares; "
-                                f"{item.display} is a URL")
-        self._submit(item)
-        self._top_up()
-        ref = self.refs[item.nodeid]
-        try:
-            data = self.ray.get(ref)
-        except Exception as exc:  # noqa: BLE001 - RayTaskError, WorkerCrashedError...
-            cause = getattr(exc, "cause", None) or exc
-            raise RayTaskFailed(f"its Ray task failed after {TASK_RETRIES} retries: "
-                                f"{type(cause).__name__}: {scrub(' '.join(str(cause).split()))[:300]}") from None
-        finally:
-            self.refs[item.nodeid] = None
-            self._top_up()
-        return FileSummary.from_json(data.decode() if isinstance(data, bytes) else data)
-
-    def pytest_unconfigure(self) -> None:
-        for ref in self.refs.values():
-            if ref is not None:
-                try:
-                    self.ray.cancel(ref, force=True)
-                except Exception:  # noqa: BLE001 - done already, or the cluster is gone
-                    pass
-        if self.ray.is_initialized():
-            self.ray.shutdown()
-
-
-def _probe(address: str) -> None:
-    """UsageError unless something listens at RAY_ADDRESS's host:port (within 5 s)."""
-    host, _, port = address.removeprefix("ray://").rpartition(":")
-    try:
-        with socket.create_connection((host.strip("[]") or "127.0.0.1", int(port)), timeout=5):
+    # -- the controller's side -----------------------------------------------------------
+    def start(self, tasks: Sequence[Task]) -> None:
+        if not tasks:
             return
-    except (OSError, ValueError) as exc:
+        packed = pack_all(self.config, tasks)  # a hook that cannot travel: before any task
+        self.connect()
+        ray = self.ray
+        blobs: dict[str, Any] = {}
+        for task in tasks:
+            digest, blob = packed[task.key]
+            if digest not in blobs:
+                blobs[digest] = ray.put(blob)
+            self.hooks[task.key] = (digest, blobs[digest])
+            self.tasks[task.key] = task
+            self.order.append(task.key)
+        self.fill()
+
+    def connect(self) -> None:
+        try:
+            import ray
+        except ImportError:
+            raise pytest.UsageError(f"{KEY} needs Ray on this machine: "
+                                    "pip install 'pytest-tokaudit[ray]'") from None
+        address = self.address = os.environ.get("RAY_ADDRESS", "").strip()
+        options: dict[str, Any] = dict(
+            logging_level=logging.WARNING, log_to_driver=False, configure_logging=True,
+            runtime_env={"py_modules": [str(PACKAGE)]},
+        )
+        try:
+            if address:
+                reachable(address)
+                ray.init(address=address, **options)
+            else:  # a local instance for this run, shut down after it
+                ray.init(address="local", num_cpus=os.cpu_count() or 1,
+                         include_dashboard=False, **options)
+        except pytest.UsageError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - version mismatch, timeout...: no traceback
+            where = f"the Ray cluster at {display_url(address)}" if address else "a local Ray"
+            raise pytest.UsageError(f"{KEY}: cannot start on {where}: {first_line(exc)}; "
+                                    + hint()) from None
+        self.ray = ray
+        self.limit = max(2, 2 * int(ray.cluster_resources().get("CPU", 1)))
+        self.remote = ray.remote(audit_task)
+
+    def submit(self, key: str) -> None:
+        task = self.tasks[key]
+        digest, hooks = self.hooks[key]
+        # The display path: a URL's credentials never reach the task's name.
+        self.running[key] = self.remote.options(
+            name=f"tokaudit {task.display}"[:200], max_retries=0,
+        ).remote(digest, hooks, task.source, task.contract, task.part, task.summary)
+
+    def fill(self) -> None:
+        while len(self.running) < self.limit and self.next < len(self.order):
+            key = self.order[self.next]
+            self.next += 1
+            if key in self.tasks and key not in self.running:
+                self.submit(key)
+
+    def result(self, key: str) -> Result | None:
+        """The item's result (waiting for it), None if it was not given to this engine."""
+        if key not in self.tasks:
+            return None
+        if self.gone:  # the cluster stopped answering: no item waits for it again
+            del self.tasks[key]
+            raise EngineError(self.gone)
+        ray = self.ray
+        from ray import exceptions
+
+        lost: list[str] = []
+        try:
+            while True:
+                if key not in self.running:  # an item run out of order
+                    self.submit(key)
+                try:
+                    out = self.get(self.running.pop(key))
+                    break
+                except exceptions.RayTaskError as exc:  # not the pass's error: the task's
+                    raise EngineError(f"the task failed on the cluster: {first_line(exc)}") from None
+                except exceptions.TaskCancelledError:
+                    raise EngineError("the task was cancelled") from None
+                except exceptions.RayError as exc:  # a worker or node died, an object lost
+                    lost.append(first_line(exc))
+                    if len(lost) > RETRIES:
+                        raise EngineError(f"the task was lost {len(lost)} times (retried "
+                                          f"{RETRIES} times); last: {lost[-1]}") from None
+        finally:
+            if key not in self.running:
+                del self.tasks[key]
+            self.fill()
+        return Result(FileSummary.from_json(out["summary"]), out.get("hook_error"),
+                      out.get("error"), tuple(lost))
+
+    def get(self, ref: Any) -> Any:
+        """ray.get, asking every WATCH seconds whether the cluster still answers: a head that
+        died would leave ray.get waiting until Ray ends this process, a minute later, with
+        no report. EngineError (and every later item too) once it does not."""
+        while not self.ray.wait([ref], timeout=WATCH)[0]:
+            if self.address:
+                try:
+                    reachable(self.address)
+                except pytest.UsageError:
+                    self.gone = (f"the Ray cluster at {display_url(self.address)} stopped "
+                                 "answering during the run")
+                    raise EngineError(self.gone) from None
+        return self.ray.get(ref)
+
+    def close(self) -> None:
+        """Cancel what is left (Ctrl-C, -x), then leave the cluster (or shut down the local
+        instance started for the run)."""
+        ray = self.ray
+        if ray is None:
+            return
+        self.ray = None
+        for ref in self.running.values() if not self.gone else ():
+            try:
+                ray.cancel(ref, force=True)
+            except Exception:  # noqa: BLE001,S110 - already finished, or the cluster is gone
+                pass
+        self.running.clear()
+        ray.shutdown()
+
+
+def reachable(address: str) -> None:
+    """A quick TCP check of host:port (ray.init would wait about a minute)."""
+    if address in ("auto", "local"):
+        return
+    hostport = address.split("://", 1)[-1].rsplit("@", 1)[-1].split("/", 1)[0]
+    host, _, port = hostport.rpartition(":")
+    if not host or not port.isdigit():
+        raise pytest.UsageError(f"{KEY}: RAY_ADDRESS={display_url(address)} is not host:port "
+                                "or ray://host:port")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=5).close()
+    except OSError as exc:
+        raise pytest.UsageError(f"{KEY}: the Ray cluster at {display_url(address)} is not "
+                                f"reachable ({exc.strerror or exc}); " + hint()) from None
+
+
+def first_line(exc: BaseException) -> str:
+    lines = [line for line in str(exc).strip().splitlines() if line.strip()]
+    text = lines[0].strip() if lines else ""
+    if len(text) > 300:
+        text = text[:300] + "..."
+    return scrub(f"{type(exc).__name__}: {text}" if text else type(exc).__name__)
+
+
+# -- the hooks, shipped ---------------------------------------------------------------------
+def pack_all(config: pytest.Config, tasks: Sequence[Task]) -> dict[str, tuple[str, bytes]]:
+    """Each task's check hooks, pickled: key -> (digest, bytes). Items under the same
+    conftest.py files share one. A hook that cannot be pickled is a usage error."""
+    try:
+        from ray import cloudpickle
+    except ImportError:
+        raise pytest.UsageError(f"{KEY} needs Ray on this machine: "
+                                "pip install 'pytest-tokaudit[ray]'") from None
+    pm = config.pluginmanager
+    rank = {id(p): i for i, (_, p) in enumerate(pm.list_name_plugin())}
+    conftests = [p for _, p in pm.list_name_plugin()
+                 if isinstance(p, ModuleType) and Path(getattr(p, "__file__", None) or "").name == "conftest.py"]
+    by_plugins: dict[tuple[int, ...], tuple[str, bytes]] = {}
+    out = {}
+    # A conftest.py is not importable on the cluster: its functions and classes travel by value.
+    # Registered by name: conftest.py files of several folders may all be `conftest`.
+    registered: dict[str, ModuleType] = {}
+    for module in conftests:
+        if module.__name__ in registered:
+            continue
+        try:
+            cloudpickle.register_pickle_by_value(module)
+            registered[module.__name__] = module
+        except (ValueError, TypeError):  # not in sys.modules under its name: by value anyway
+            pass
+    try:
+        for task in tasks:
+            found: dict[int, Any] = {}
+            for name in HOOKS:
+                for impl in getattr(task.hook, name).get_hookimpls():
+                    found[id(impl.plugin)] = impl.plugin
+            plugins = sorted(found.values(), key=lambda p: rank.get(id(p), len(rank)))
+            ids = tuple(id(p) for p in plugins)
+            if ids not in by_plugins:
+                parts = [pack(pm.get_name(p) or repr(p), p, cloudpickle) for p in plugins]
+                blob = cloudpickle.dumps(parts)
+                by_plugins[ids] = (hashlib.sha256(blob).hexdigest(), blob)
+            out[task.key] = by_plugins[ids]
+    finally:
+        for module in registered.values():
+            cloudpickle.unregister_pickle_by_value(module)
+    return out
+
+
+def pack(name: str, plugin: Any, cloudpickle: Any) -> tuple[str, str, bytes]:
+    try:
+        if isinstance(plugin, ModuleType):  # a conftest.py or a plugin module: its hooks
+            attrs = {n: getattr(plugin, n) for n in (*HOOKS, *DECLARED) if hasattr(plugin, n)}
+            return "module", name, cloudpickle.dumps(attrs)
+        return "object", name, cloudpickle.dumps(plugin)
+    except Exception as exc:  # noqa: BLE001 - whatever pickling raises: name the plugin
+        shown = display_url(name) if "://" in name else name
         raise pytest.UsageError(
-            f"--tokaudit-engine=ray: cannot reach the Ray cluster at {scrub(address)}: "
-            f"{getattr(exc, 'strerror', None) or exc} (set RAY_ADDRESS to a running cluster, "
-            "or unset it to start a local one)") from None
+            f"{KEY}: the hooks of {shown} cannot be sent to the Ray cluster "
+            f"({type(exc).__name__}: {exc}); a hook must be a function or an object that "
+            "pickles (no open files, locks or connections held)") from None
 
 
-def _names() -> list[str]:
-    return [*RECORD, *DATASET]
+# -- the cluster's side ---------------------------------------------------------------------
+_HOOKS: dict[str, Any] = {}  # digest -> hook relay: built once per worker process
 
+
+def worker_hook(digest: str, blob: bytes) -> Any:
+    hook = _HOOKS.get(digest)
+    if hook is not None:
+        return hook
+    import pluggy
+    from ray import cloudpickle
+
+    class Manager(pluggy.PluginManager):
+        def parse_hookimpl_opts(self, plugin: Any, name: str) -> Any:
+            # As pytest does for conftest.py: a function named like a hook is an implementation.
+            opts = super().parse_hookimpl_opts(plugin, name)
+            if opts is None and name.startswith("pytest_tokaudit_") and callable(getattr(plugin, name)):
+                return {}
+            return opts
+
+    pm = Manager("pytest")
+    pm.add_hookspecs(hookspecs)
+    for kind, name, data in cloudpickle.loads(blob):
+        plugin = cloudpickle.loads(data)
+        pm.register(SimpleNamespace(**plugin) if kind == "module" else plugin, name)
+    hook = _HOOKS[digest] = pm.hook
+    return hook
+
+
+def audit_task(digest: str, blob: bytes, source: Any, contract: Contract, part: Part,
+               summary: FileSummary) -> dict[str, Any]:
+    """Runs on a Ray worker: the item's pass, as AuditItem.runtest would run it."""
+    out: dict[str, Any] = {}
+    try:
+        audit(source, contract, worker_hook(digest, blob), summary, part)
+    except HookError as exc:
+        out["hook_error"] = str(exc)
+    except Exception as exc:  # noqa: BLE001 - the item fails naming it, as in process
+        out["error"] = (f"{type(exc).__name__}: {exc} (on the Ray worker, pid {os.getpid()})\n"
+                        + scrub(traceback.format_exc()))
+    out["summary"] = summary.to_json()
+    return out
 ENGINE = RayEngine  # what plugin.configure_engine makes
