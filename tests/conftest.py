@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any, Iterable
@@ -39,6 +40,35 @@ XDIST_MODES = {
     "no-xdist": ("-p", "no:xdist"),
     "xdist-2": ("-n", "2"),
 }
+
+# The full matrix (`nox -s full`, or TOKAUDIT_TEST_FULL=1; docs/version-matrix.md): every
+# behaviour test in both xdist modes, and the tests marked `full`. The suite CI runs keeps
+# to its time budget: every behaviour test without xdist, and in both modes those of the
+# modules whose subject is how a run is spread (below); the other modules' -n 2 variants
+# are deselected (counted as such in pytest's summary line).
+FULL = os.environ.get("TOKAUDIT_TEST_FULL") == "1"
+BOTH_MODES = {
+    "test_gate.py", "test_dataset.py", "test_collect_reliability.py", "test_consumers.py",
+    "test_ci.py", "test_controller.py", "test_cache.py", "test_whole_file.py",
+    "test_partial_runs.py", "test_failures_targets.py", "test_jsonreport.py",
+    "test_tiktoken.py", "test_remote.py",
+}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if FULL:
+        return
+    ids = {item.nodeid for item in items}
+    keep, drop = [], []
+    for item in items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        matrix = (params.get("xdist_mode") == XDIST_MODES["xdist-2"]
+                  and item.path.name not in BOTH_MODES
+                  and item.nodeid.replace("xdist-2", "no-xdist") in ids)
+        (drop if matrix or item.get_closest_marker("full") else keep).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
 
 
 # -- records and files ---------------------------------------------------------------------
