@@ -10,6 +10,8 @@ Sessions:
                                of every dependency that installs on that Python
     oldest                     Python 3.10, every dependency at its declared minimum, pinned by
                                .ci/constraints-oldest.txt (checked against pyproject.toml)
+    full                       the whole test matrix on this Python: every behaviour test in
+                               both xdist modes and the tests marked `full` (TOKAUDIT_TEST_FULL=1)
 
 Each session runs the README's test command, `python -m pytest`, from the repository root and
 first prints the versions it is testing.
@@ -105,6 +107,14 @@ def tests(session: nox.Session) -> None:
     session.install("-e", ".[test]")
     session.run("python", ".ci/versions.py")
     session.run("python", "-m", "pytest", *session.posargs)
+
+
+@nox.session
+def full(session: nox.Session) -> None:
+    """The full matrix: what the suite leaves out to keep within its time budget."""
+    session.install("-e", ".[test]")
+    session.run("python", ".ci/versions.py")
+    session.run("python", "-m", "pytest", *session.posargs, env={"TOKAUDIT_TEST_FULL": "1"})
 
 
 @nox.session(python=OLDEST_PYTHON)
