@@ -15,12 +15,11 @@ from . import DATASET, load
 
 
 def standalone_hook(plugins: Sequence[Any] = (), checks: dict[str, type[Any]] | None = None,
-                    plugins_first: bool = False) -> Any:
+                    named: Sequence[tuple[str, Any]] = ()) -> Any:
     """The hooks outside pytest (the merge command, a Ray worker): the built-in checks
-    (the dataset ones unless `checks` says which) and the given plugins, each a module
-    name, a .py file such as a conftest.py, or a module object. `plugins_first`: registered
-    before the checks, as pytest loads conftest.py files before the plugin's configure (so
-    hooks answer in the same order as in the pytest process)."""
+    (the dataset ones unless `checks` says which), the given plugins, each a module name, a
+    .py file such as a conftest.py, or a module object, then `named` plugin objects as
+    they are (a Ray worker's: the pytest process's own, in its order)."""
 
     class Manager(pluggy.PluginManager):
         def parse_hookimpl_opts(self, plugin: Any, name: str) -> Any:
@@ -32,12 +31,8 @@ def standalone_hook(plugins: Sequence[Any] = (), checks: dict[str, type[Any]] | 
 
     pm = Manager("pytest")
     pm.add_hookspecs(hookspecs)
-    def register_checks() -> None:
-        for name, check in (load(DATASET) if checks is None else checks).items():
-            pm.register(check(), name)
-
-    if not plugins_first:
-        register_checks()
+    for name, check in (load(DATASET) if checks is None else checks).items():
+        pm.register(check(), name)
     for spec in plugins:
         if isinstance(spec, ModuleType):
             pm.register(spec, spec.__name__)
@@ -55,6 +50,6 @@ def standalone_hook(plugins: Sequence[Any] = (), checks: dict[str, type[Any]] | 
         except Exception as exc:  # noqa: BLE001 - the user's module: a usage error, not a traceback
             raise ValueError(f"--plugin {spec}: {type(exc).__name__}: {exc}") from None
         pm.register(module, spec)
-    if plugins_first:
-        register_checks()
+    for name, plugin in named:
+        pm.register(plugin, name)
     return pm.hook

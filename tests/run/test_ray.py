@@ -112,7 +112,10 @@ def ray_cluster(s3_endpoint):
     """A 2-CPU Ray head for the session: its GCS address and its Ray Client address."""
     temp = Path(tempfile.mkdtemp(prefix="tkray", dir="/tmp"))  # Ray's socket paths are short
     client_port = free_port()
-    env = {"TOKAUDIT_TEST_ON_RAY": "1", "TOKAUDIT_MIN_SHARD_SIZE": "1"}
+    # A Ray Client connection starts a server process for the client on the head, which can
+    # take longer than Ray's 30 s on a loaded 2-core machine.
+    env = {"TOKAUDIT_TEST_ON_RAY": "1", "TOKAUDIT_MIN_SHARD_SIZE": "1",
+           "RAY_CLIENT_SERVER_CHECK_CHANNEL_TIMEOUT_S": "120"}
     if s3_endpoint:
         env.update(S3_KEYS, FSSPEC_S3_ENDPOINT_URL=s3_endpoint)
     head, port = start_head(temp, env, "--ray-client-server-port", str(client_port))
@@ -134,9 +137,11 @@ def on_ray(ray_cluster, monkeypatch: pytest.MonkeyPatch) -> str:
 def run(pytester: pytest.Pytester, *args: str, paths: tuple[str, ...] = ("data",)
         ) -> tuple[pytest.RunResult, dict]:
     report = pytester.path / "report.json"
+    # No progress lines: whether a run shows one depends on how long its items took.
     result = pytester.runpytest_subprocess(
         "--tokaudit", *paths, "-p", "no:xdist", *UNRELATED_PLUGINS, "-rA",
-        "--tokaudit-no-cache", f"--tokaudit-json={report}", *args, timeout=300)
+        "--tokaudit-no-cache", f"--tokaudit-json={report}", "-o", "tokaudit_progress_interval=0",
+        *args, timeout=300)
     data = json.loads(report.read_text()) if report.exists() else {}
     report.unlink(missing_ok=True)  # not a file the next run's coverage check should see
     return result, data

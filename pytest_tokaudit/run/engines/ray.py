@@ -23,8 +23,8 @@ from typing import Any, Sequence
 
 import pytest
 
-from ... import hookspecs
 from ...base.urls import display_url, scrub
+from ...checks.standalone import standalone_hook
 from ...engine.passes import audit
 from ...engine.plain import HookError
 from ...model.contract import Contract
@@ -278,23 +278,11 @@ def worker_hook(digest: str, blob: bytes) -> Any:
     hook = _HOOKS.get(digest)
     if hook is not None:
         return hook
-    import pluggy
     from ray import cloudpickle
 
-    class Manager(pluggy.PluginManager):
-        def parse_hookimpl_opts(self, plugin: Any, name: str) -> Any:
-            # As pytest does for conftest.py: a function named like a hook is an implementation.
-            opts = super().parse_hookimpl_opts(plugin, name)
-            if opts is None and name.startswith("pytest_tokaudit_") and callable(getattr(plugin, name)):
-                return {}
-            return opts
-
-    pm = Manager("pytest")
-    pm.add_hookspecs(hookspecs)
-    for kind, name, data in cloudpickle.loads(blob):
-        plugin = cloudpickle.loads(data)
-        pm.register(SimpleNamespace(**plugin) if kind == "module" else plugin, name)
-    hook = _HOOKS[digest] = pm.hook
+    plugins = [(name, SimpleNamespace(**cloudpickle.loads(data)) if kind == "module"
+                else cloudpickle.loads(data)) for kind, name, data in cloudpickle.loads(blob)]
+    hook = _HOOKS[digest] = standalone_hook(checks={}, named=plugins)
     return hook
 
 
