@@ -206,7 +206,7 @@ def test_the_ray_engine_gives_the_same_verdicts_as_in_process(pytester: pytest.P
     ray.stdout.fnmatch_lines(["PASSED data/good.jsonl::tokaudit",
                               "FAILED data/big.jsonl::tokaudit[[]file[]] - *",
                               "FAILED tox.ini::tokaudit::unique_ids - *"])
-    assert len(re.findall(r"^\w+ data/big\.jsonl::tokaudit\[shard \d+", ray.stdout.str(), re.M)) > 2
+    assert len(re.findall(r"^\w+ data/big\.jsonl::tokaudit\[shard \d+\]", ray.stdout.str(), re.M)) > 2
     assert any("odd: sample s2" in line for line in failure_section(ray, "data/sub/b.jsonl"))
 
 
