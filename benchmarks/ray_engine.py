@@ -126,6 +126,7 @@ def main() -> None:
         timed(tiny, "--tokaudit-engine=ray", env=ray)  # the job's first connect and upload
         print("| file | MB | -n 0 | -n 2 | ray (2 CPUs) | ray vs -n 0 | ray vs -n 2 | summary bytes back per GB |")
         print("|---|---|---|---|---|---|---|---|")
+        audit: dict[str, tuple[float, float, float]] = {}
         for name in ("short", "long"):
             root = out / name
             size = (root / "data" / f"{name}.jsonl").stat().st_size
@@ -135,13 +136,20 @@ def main() -> None:
                 times["n2"].append(timed(root, "-n", "2"))
                 times["ray"].append(timed(root, "--tokaudit-engine=ray", env=ray))
             n0, n2, r = (statistics.median(times[k]) for k in ("n0", "n2", "ray"))
+            audit[name] = (n0, n2, r)
             back = int((root / "bytes.txt").read_text())
             print(f"| {name} | {size >> 20} | {n0:.1f} s | {n2:.1f} s | {r:.1f} s | {n0 / r:.2f}x "
                   f"| {n2 / r:.2f}x | {back / (size / 1e9) / 1e3:.0f} KB |")
         n0_1, r1 = timed(one, "-n", "0"), timed(one, "--tokaudit-engine=ray", env=ray)
+        n2_1 = timed(one, "-n", "2")
         n0_64, r64 = timed(tiny, "-n", "0"), timed(tiny, "--tokaudit-engine=ray", env=ray)
-        print(f"per-run cost of the engine (1 one-record file): -n 0 {n0_1:.2f} s, ray {r1:.2f} s "
-              f"(+{r1 - n0_1:.2f} s: connect, ship the package, start and import the workers)")
+        print(f"per-run cost (1 one-record file): -n 0 {n0_1:.2f} s, -n 2 {n2_1:.2f} s, ray "
+              f"{r1:.2f} s (+{r1 - n0_1:.2f} s: connect, ship the package, start and import the workers)")
+        print("| file | -n 0 | -n 2 | ray | ray vs -n 0 | ray vs -n 2 |  (each minus its per-run cost)")
+        print("|---|---|---|---|---|---|")
+        for name, (n0, n2, r) in audit.items():
+            a0, a2, ar = n0 - n0_1, n2 - n2_1, r - r1
+            print(f"| {name} | {a0:.1f} s | {a2:.1f} s | {ar:.1f} s | {a0 / ar:.2f}x | {a2 / ar:.2f}x |")
         print(f"per-task overhead (64 vs 1 one-record files): -n 0 {(n0_64 - n0_1) / 63 * 1e3:.1f} ms, "
               f"ray {(r64 - r1) / 63 * 1e3:.1f} ms per item")
     finally:
