@@ -107,6 +107,15 @@ def rec(
     }
 
 
+def line_starts(data: bytes) -> list[int]:
+    """Byte offset of each line (line k at index k - 1)."""
+    starts, at = [], 0
+    for line in data.splitlines(keepends=True):
+        starts.append(at)
+        at += len(line)
+    return starts
+
+
 def as_line(item: Any) -> bytes:
     """dict/list/number -> compact JSON; str -> its UTF-8 text as written; bytes -> as is."""
     if isinstance(item, bytes):

@@ -114,6 +114,7 @@ NOT_TESTED = {
     ("docs/ci.md", "needs a published release tag"),
     ("docs/tokenizers.md", "needs o200k_base in tiktoken's cache folder"),
     ("docs/past-one-machine.md", "needs a Ray cluster at that address"),
+    ("README.md", "needs a Ray cluster at that address"),
 }
 
 EXAMPLE = ROOT / "example_project"

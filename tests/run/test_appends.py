@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from conftest import XDIST_MODES, TokProject, assert_no_crash, jsonl_bytes, rec
+from conftest import XDIST_MODES, TokProject, assert_no_crash, jsonl_bytes, line_starts, rec
 
 SHARD = 700
 ONCE, LAST = 7, 9
@@ -41,15 +41,6 @@ def audited_lines(project: TokProject) -> list[int]:
     ids = [int(x) for x in log.read_text().split()]
     log.unlink()
     return sorted(i if i < 100 else 41 + i - 100 for i in ids)
-
-
-def line_starts(data: bytes) -> list[int]:
-    """Byte offset of each line (line k at index k - 1)."""
-    starts, at = [], 0
-    for line in data.splitlines(keepends=True):
-        starts.append(at)
-        at += len(line)
-    return starts
 
 
 @ONE_PROCESS

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from conftest import XDIST_MODES, TokProject, assert_no_crash, failure_section, rec, summary_section
+from conftest import XDIST_MODES, TokProject, assert_no_crash, failure_section, line_starts, rec, summary_section
 
 from pytest_tokaudit.sources.base import shard_cuts
 from pytest_tokaudit.sources.digest import RACY_NS, digest_range, file_state
@@ -51,14 +51,6 @@ def audited(project: TokProject) -> int:
     n = len(log.read_text().splitlines())
     log.unlink()
     return n
-
-
-def line_starts(data: bytes) -> list[int]:
-    starts, at = [], 0
-    for line in data.splitlines(keepends=True):
-        starts.append(at)
-        at += len(line)
-    return starts
 
 
 def report(project: TokProject, name: str = "audit.json") -> dict:

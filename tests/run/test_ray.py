@@ -457,3 +457,32 @@ def test_the_whole_corpus_audits_the_same_on_ray(pytester: pytest.Pytester, on_r
     ray, ray_report = run(pytester, "--tokaudit-engine=ray")
     assert_same(ray, ray_report, local, local_report)
     assert local.ret == pytest.ExitCode.TESTS_FAILED
+
+
+def test_without_ray_address_a_local_instance_is_started_and_shut_down(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch):
+    """No RAY_ADDRESS: a Ray instance of this machine's CPUs for the run, the same verdicts,
+    and none of its processes left after it."""
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    for name, value in RAY_ENV.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("TOKAUDIT_TEST_ON_RAY", "1")  # the instance's workers inherit it
+    pytester.makeini("[pytest]\n")
+    marks = pytester.path / "marks"
+    marks.mkdir()
+    data = pytester.path / "data"
+    data.mkdir()
+    (data / "conftest.py").write_text(SHIPPED_CONFTEST % str(marks))
+    (data / "a.jsonl").write_text("".join(json.dumps(rec(f"s{i}", billed=10 + (i == 3) * 20)) + "\n"
+                                          for i in range(5)))
+    ray, ray_report = run(pytester, "--tokaudit-engine=ray")
+    pids = {int(p.name.split("-")[-1]) for p in marks.iterdir()}
+    monkeypatch.delenv("TOKAUDIT_TEST_ON_RAY")
+    local, local_report = run(pytester)
+    assert_same(ray, ray_report, local, local_report)
+    assert pids  # the hook ran in the instance's workers (the run's own process: no engine)
+    for pid in pids:  # shut down with the run
+        deadline = time.monotonic() + 20
+        while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not Path(f"/proc/{pid}").exists(), f"Ray worker {pid} outlived the run"
