@@ -419,8 +419,9 @@ def _rows_of(batch: Any, before: int, contract: Contract, tokens: tuple[int, ...
     lengths = pc.list_value_length(ids_col)
     flat = pc.list_flatten(ids_col)
     parents = pc.list_parent_indices(ids_col)
-    # Rows with an element no token id can be: null or negative. Scalars take the column's
-    # type: a plain 0 would be int64, and pyarrow would cast uint64 ids past 2**63 to it.
+    # Rows with an element no token id can be: null or negative. Scalars take the type of
+    # the column (a plain 0 would be int64, and pyarrow would cast uint64 ids past 2**63 to
+    # it). No comment line may start "type:": mypy 1.13 (our oldest) reads it as a type comment.
     bad_elem = pc.is_null(flat)
     if pa.types.is_signed_integer(flat.type):
         zero = pa.scalar(0, flat.type)
