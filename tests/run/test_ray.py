@@ -486,3 +486,44 @@ def test_without_ray_address_a_local_instance_is_started_and_shut_down(
         while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
             time.sleep(0.2)
         assert not Path(f"/proc/{pid}").exists(), f"Ray worker {pid} outlived the run"
+
+
+HANGING_CONFTEST = """
+import os, time
+
+def pytest_tokaudit_check_batch(records, summary):
+    if os.environ.get("TOKAUDIT_TEST_ON_RAY"):
+        open(os.path.join(%r, "running-%%d" %% os.getpid()), "w").close()
+        time.sleep(120)
+"""
+
+
+@pytest.mark.full
+def test_ctrl_c_cancels_the_tasks_in_flight(pytester: pytest.Pytester, on_ray):
+    """SIGINT to pytest while tasks run: pytest ends as interrupted within seconds (a wait
+    on a task gives way to it), and the workers running its tasks stop, not left auditing
+    for nobody (the engine cancels them, and Ray ends a job's tasks when its driver leaves:
+    this holds the outcome, not which of the two did it)."""
+    pytester.makeini("[pytest]\n")
+    data = pytester.path / "data"
+    data.mkdir()
+    (data / "conftest.py").write_text(HANGING_CONFTEST % str(pytester.path))
+    for k in range(3):
+        (data / f"f{k}.jsonl").write_text(json.dumps(rec(f"f{k}")) + "\n")
+    out = pytester.path.parent / f"{pytester.path.name}-out.txt"
+    with open(out, "wb") as fh:
+        run = subprocess.Popen(
+            [sys.executable, "-m", "pytest", "--tokaudit", "data", "-p", "no:xdist",
+             *UNRELATED_PLUGINS, "--tokaudit-engine=ray", "-p", "no:cacheprovider"],
+            cwd=pytester.path, stdout=fh, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 90
+    while len(list(pytester.path.glob("running-*"))) < 2:  # both CPUs busy with its tasks
+        assert time.monotonic() < deadline and run.poll() is None, out.read_text()
+        time.sleep(0.2)
+    run.send_signal(signal.SIGINT)
+    assert run.wait(timeout=60) == pytest.ExitCode.INTERRUPTED, out.read_text()
+    pids = [int(p.name.split("-")[1]) for p in pytester.path.glob("running-*")]
+    deadline = time.monotonic() + 30
+    while any(Path(f"/proc/{pid}").exists() for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not [pid for pid in pids if Path(f"/proc/{pid}").exists()], out.read_text()
