@@ -190,9 +190,6 @@ def configure_engine(config: pytest.Config) -> None:
     if config.getoption("numprocesses", None) or config.getoption("dist", "no") != "no":
         raise pytest.UsageError(f"{key}={name} with -n/--dist: pick one (the engine spreads "
                                 "the items over its workers; xdist workers would each start it)")
-    if config.getoption("tokaudit_failures", None):
-        raise pytest.UsageError(f"{key}={name} with --tokaudit-failures: not supported (the "
-                                "engine sends summaries back, not every bad record); use -n")
     engine = import_module(module).ENGINE(config)
     config.stash[ENGINE] = engine
     config.add_cleanup(engine.close)

@@ -21,6 +21,36 @@ class Sink(Protocol):
 
     def write(self, found: Sequence[Finding], batch: Sequence[Any], unusable: Sequence[Any]) -> None: ...
 
+    def write_entries(self, found: Sequence[dict[str, Any]]) -> None:
+        """Findings as `entries` made them (a Recorder's, from a pass that ran elsewhere)."""
+
+
+def entries(found: Sequence[Finding], batch: Sequence[Any], unusable: Sequence[Any] = ()
+            ) -> list[dict[str, Any]]:
+    """A batch's findings at records (lines relative to the part), with each record's counts
+    (an unusable record's billed count when it could be read; nothing counted)."""
+    records = {r.line: r for r in batch}
+    billed_of = {u.line: u.billed for u in unusable}
+    return [{"line": f.line, "id": f.record_id, "check": f.check, "message": f.message,
+             "billed": billed_of.get(f.line) if f.line not in records else records[f.line].count,
+             "counted": None if f.line not in records else records[f.line].n_ids,
+             "allowable": f.allowable}
+            for f in found if f.line is not None]
+
+
+class Recorder:
+    """A Sink that keeps the entries, for a pass that runs away from the failures file (a
+    Ray task): the item hands them to the file's sink (write_entries) when it reports."""
+
+    def __init__(self) -> None:
+        self.entries: list[dict[str, Any]] = []
+
+    def write(self, found: Sequence[Finding], batch: Sequence[Any], unusable: Sequence[Any] = ()) -> None:
+        self.write_entries(entries(found, batch, unusable))
+
+    def write_entries(self, found: Sequence[dict[str, Any]]) -> None:
+        self.entries += found
+
 
 @dataclass(frozen=True)
 class Observers:

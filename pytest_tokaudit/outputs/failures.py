@@ -32,7 +32,7 @@ import pytest
 from ..base.atomic import check_writable, replacing
 from ..base.findings import Finding
 from ..base.formats import location
-from ..engine.observers import SINK
+from ..engine.observers import SINK, entries
 from ..model.result import RESULT, RunResult
 from ..model.summary import _BIG_INT, PROPERTY
 from ..sources.base import Part
@@ -89,25 +89,14 @@ class Sink:
 
     def write(self, found: Sequence[Finding], batch: Sequence[Any],
               unusable: Sequence[Any] = ()) -> None:
-        """A batch's findings (lines relative to the item's part), with the record's counts
-        (an unusable record's billed count when it could be read; nothing counted)."""
-        if self.broken:
-            return
-        records = {r.line: r for r in batch}
-        billed_of = {u.line: u.billed for u in unusable}
-        out = []
-        for f in found:
-            if f.line is None:
-                continue
-            r = records.get(f.line)
-            out.append(dumps({
-                "location": location(self.file, f.line), "path": self.file, "line": f.line,
-                "id": f.record_id, "check": f.check, "message": f.message,
-                "billed": billed_of.get(f.line) if r is None else r.count,
-                "counted": None if r is None else r.n_ids,
-                "allowable": f.allowable,
-            }))
-        self._put(b"".join(out))
+        """A batch's findings (lines relative to the item's part), with the record's counts."""
+        if not self.broken:
+            self.write_entries(entries(found, batch, unusable))
+
+    def write_entries(self, found: Sequence[dict[str, Any]]) -> None:
+        """Findings as engine.observers.entries made them (here, or in a Ray task)."""
+        self._put(b"".join(dumps({"location": location(self.file, e["line"]), "path": self.file, **e})
+                           for e in found))
 
     def close(self) -> None:
         if self.fh is not None:

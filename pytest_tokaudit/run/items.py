@@ -384,7 +384,8 @@ class AuditItem(TokauditItem):
     def task(self) -> Task:
         """This item's audit, for another engine."""
         return Task(self.nodeid, self.source, self.display, self.contract, self.part,
-                    self.new_summary(), self.ihook)
+                    self.new_summary(), self.ihook,
+                    failures=bool(self.config.getoption("tokaudit_failures", None)))
 
     def setup(self) -> None:
         super().setup()
@@ -417,6 +418,8 @@ class AuditItem(TokauditItem):
                     summary.shard, summary.shards = self.shard
             elif self.remote is not None:  # audited by the engine: as if it ran here
                 summary = self.remote.summary
+                if observers.sink is not None and self.remote.failures is not None:
+                    observers.sink.write_entries(self.remote.failures)
                 if self.remote.hook_error is not None:
                     raise HookError(self.remote.hook_error)
                 if self.remote.error is not None:

@@ -39,6 +39,7 @@ class Task:
     part: Part
     summary: FileSummary  # empty, with the part's shard fields set
     hook: Any  # the item's hook relay: its conftest.py files' hooks and the plugins'
+    failures: bool = False  # --tokaudit-failures: every finding at a record comes back too
 
 
 @dataclass
@@ -49,6 +50,7 @@ class Result:
     hook_error: str | None = None  # a HookError's message: the item fails as in process
     error: str | None = None  # any other exception in the pass, with its traceback
     retries: tuple[str, ...] = ()  # why each earlier attempt was lost (a worker died ...)
+    failures: list[dict[str, Any]] | None = None  # with Task.failures: engine.observers.entries
 
 
 class Engine(Protocol):

@@ -25,6 +25,7 @@ import pytest
 
 from ...base.urls import display_url, scrub
 from ...checks.standalone import standalone_hook
+from ...engine.observers import Observers, Recorder
 from ...engine.passes import audit
 from ...engine.plain import HookError
 from ...model.contract import Contract
@@ -114,7 +115,8 @@ class RayEngine:
         # The display path: a URL's credentials never reach the task's name.
         self.running[key] = self.remote.options(
             name=f"tokaudit {task.display}"[:200], max_retries=0,
-        ).remote(digest, hooks, task.source, task.contract, task.part, task.summary)
+        ).remote(digest, hooks, task.source, task.contract, task.part, task.summary,
+                 task.failures)
 
     def fill(self) -> None:
         while len(self.running) < self.limit and self.next < len(self.order):
@@ -155,7 +157,7 @@ class RayEngine:
                 del self.tasks[key]
             self.fill()
         return Result(FileSummary.from_json(out["summary"]), out.get("hook_error"),
-                      out.get("error"), tuple(lost))
+                      out.get("error"), tuple(lost), out.get("failures"))
 
     def get(self, ref: Any) -> Any:
         """ray.get, asking every WATCH seconds whether the cluster still answers: a head that
@@ -287,11 +289,15 @@ def worker_hook(digest: str, blob: bytes) -> Any:
 
 
 def audit_task(digest: str, blob: bytes, source: Any, contract: Contract, part: Part,
-               summary: FileSummary) -> dict[str, Any]:
-    """Runs on a Ray worker: the item's pass, as AuditItem.runtest would run it."""
+               summary: FileSummary, failures: bool = False) -> dict[str, Any]:
+    """Runs on a Ray worker: the item's pass, as AuditItem.runtest would run it. With
+    `failures`, every finding at a record comes back too (for --tokaudit-failures)."""
     out: dict[str, Any] = {}
+    recorder = Recorder() if failures else None
+    if recorder is not None:
+        out["failures"] = recorder.entries
     try:
-        audit(source, contract, worker_hook(digest, blob), summary, part)
+        audit(source, contract, worker_hook(digest, blob), summary, part, Observers(sink=recorder))
     except HookError as exc:
         out["hook_error"] = str(exc)
     except Exception as exc:  # noqa: BLE001 - the item fails naming it, as in process
@@ -299,4 +305,6 @@ def audit_task(digest: str, blob: bytes, source: Any, contract: Contract, part: 
                         + scrub(traceback.format_exc()))
     out["summary"] = summary.to_json()
     return out
+
+
 ENGINE = RayEngine  # what plugin.configure_engine makes
