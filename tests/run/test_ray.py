@@ -367,6 +367,25 @@ def test_without_ray_or_with_a_hook_that_cannot_travel_is_a_usage_error(pytester
                                  "pip install 'pytest-tokaudit[ray]'"])
 
 
+def background_run(pytester: pytest.Pytester, conftest: str, files: int, *args: str
+                   ) -> tuple[subprocess.Popen, Path]:
+    """A project of one-record files under a conftest.py, audited on Ray by a pytest process
+    of its own (started, not waited for), and the file its output goes to."""
+    pytester.makeini("[pytest]\n")
+    data = pytester.path / "data"
+    data.mkdir()
+    (data / "conftest.py").write_text(conftest % str(pytester.path))
+    for k in range(files):
+        (data / f"f{k}.jsonl").write_text(json.dumps(rec(f"f{k}")) + "\n")
+    out = pytester.path.parent / f"{pytester.path.name}-out.txt"
+    with open(out, "wb") as fh:
+        run = subprocess.Popen(
+            [sys.executable, "-m", "pytest", "--tokaudit", "data", "-p", "no:xdist",
+             *UNRELATED_PLUGINS, "--tokaudit-engine=ray", "-p", "no:cacheprovider", *args],
+            cwd=pytester.path, stdout=fh, stderr=subprocess.STDOUT)
+    return run, out
+
+
 SLOW_CONFTEST = """
 import os, time
 
@@ -389,19 +408,8 @@ def test_a_cluster_that_stops_mid_run_errors_the_items_left_and_the_run_ends(
         for name, value in RAY_ENV.items():
             monkeypatch.setenv(name, value)
         monkeypatch.setenv("RAY_ADDRESS", f"127.0.0.1:{port}")
-        pytester.makeini("[pytest]\n")
-        data = pytester.path / "data"
-        data.mkdir()
-        (data / "conftest.py").write_text(SLOW_CONFTEST % str(pytester.path))
-        for k in range(4):
-            (data / f"f{k}.jsonl").write_text(json.dumps(rec(f"f{k}")) + "\n")
         report = pytester.path.parent / f"{pytester.path.name}-report.json"
-        out = pytester.path.parent / f"{pytester.path.name}-out.txt"
-        with open(out, "wb") as fh:
-            run = subprocess.Popen(
-                [sys.executable, "-m", "pytest", "--tokaudit", "data", "-p", "no:xdist",
-                 *UNRELATED_PLUGINS, "--tokaudit-engine=ray", f"--tokaudit-json={report}",
-                 "-p", "no:cacheprovider"], cwd=pytester.path, stdout=fh, stderr=subprocess.STDOUT)
+        run, out = background_run(pytester, SLOW_CONFTEST, 4, f"--tokaudit-json={report}")
         deadline = time.monotonic() + 60
         while not (pytester.path / "started").exists():
             assert time.monotonic() < deadline and run.poll() is None, out.read_text()
@@ -505,18 +513,7 @@ def test_ctrl_c_cancels_the_tasks_in_flight(pytester: pytest.Pytester, on_ray):
     on a task gives way to it), and the workers running its tasks stop, not left auditing
     for nobody (the engine cancels them, and Ray ends a job's tasks when its driver leaves:
     this holds the outcome, not which of the two did it)."""
-    pytester.makeini("[pytest]\n")
-    data = pytester.path / "data"
-    data.mkdir()
-    (data / "conftest.py").write_text(HANGING_CONFTEST % str(pytester.path))
-    for k in range(3):
-        (data / f"f{k}.jsonl").write_text(json.dumps(rec(f"f{k}")) + "\n")
-    out = pytester.path.parent / f"{pytester.path.name}-out.txt"
-    with open(out, "wb") as fh:
-        run = subprocess.Popen(
-            [sys.executable, "-m", "pytest", "--tokaudit", "data", "-p", "no:xdist",
-             *UNRELATED_PLUGINS, "--tokaudit-engine=ray", "-p", "no:cacheprovider"],
-            cwd=pytester.path, stdout=fh, stderr=subprocess.STDOUT)
+    run, out = background_run(pytester, HANGING_CONFTEST, 3)
     deadline = time.monotonic() + 90
     while len(list(pytester.path.glob("running-*"))) < 2:  # both CPUs busy with its tasks
         assert time.monotonic() < deadline and run.poll() is None, out.read_text()
