@@ -525,3 +525,50 @@ def test_ctrl_c_cancels_the_tasks_in_flight(pytester: pytest.Pytester, on_ray):
     while any(Path(f"/proc/{pid}").exists() for pid in pids) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not [pid for pid in pids if Path(f"/proc/{pid}").exists()], out.read_text()
+
+
+RERUN_CONFTEST = """
+import os
+
+def pytest_tokaudit_check_record(record):
+    if not os.environ.get("TOKAUDIT_TEST_ON_RAY"):
+        return None
+    attempts = os.path.join(%r, "attempts")
+    with open(attempts, "a") as fh:
+        fh.write("x")
+    if len(open(attempts).read()) == 1:
+        return "flaky on the first attempt"
+"""
+
+
+REPEAT_PLUGIN = """
+from _pytest.runner import runtestprotocol
+
+
+def pytest_runtest_protocol(item, nextitem):
+    # What a repeating plugin does (pytest-flakefinder, a --count): the same item twice.
+    if "data/" not in item.nodeid:
+        return None
+    item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
+    runtestprotocol(item, nextitem=None, log=True)  # torn down between the two, as a rerun is
+    runtestprotocol(item, nextitem=nextitem, log=True)
+    item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
+    return True
+"""
+
+
+def test_an_item_run_twice_is_audited_on_the_cluster_both_times(pytester: pytest.Pytester, on_ray):
+    """A plugin that runs an item again (data items are never rerun by pytest-rerunfailures,
+    but a repeating plugin may run one twice): its audit goes to the cluster again (its
+    hooks, the workers' credentials), not into the pytest process."""
+    pytester.makeini("[pytest]\n")
+    pytester.makeconftest(REPEAT_PLUGIN)
+    data = pytester.path / "data"
+    data.mkdir()
+    (data / "conftest.py").write_text(RERUN_CONFTEST % str(pytester.path))
+    (data / "a.jsonl").write_text(json.dumps(rec("a1")) + "\n")
+    result, _ = run(pytester, "--tokaudit-engine=ray")
+    assert_no_crash(result)
+    assert (pytester.path / "attempts").read_text() == "xx"  # both runs on the cluster
+    # The first run's finding fails it; the second run passes: each verdict its own audit's.
+    assert result.parseoutcomes() == {"failed": 1, "passed": 2}

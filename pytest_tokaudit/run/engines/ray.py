@@ -56,6 +56,7 @@ class RayEngine:
         self.ray: Any = None
         self.remote: Any = None  # the remote function
         self.tasks: dict[str, Task] = {}  # submitted or waiting, until their result is taken
+        self.given: dict[str, Task] = {}  # every task, for an item that runs again
         self.order: list[str] = []
         self.next = 0
         self.running: dict[str, Any] = {}  # key -> ObjectRef
@@ -77,7 +78,7 @@ class RayEngine:
             if digest not in blobs:
                 blobs[digest] = ray.put(blob)
             self.hooks[task.key] = (digest, blobs[digest])
-            self.tasks[task.key] = task
+            self.tasks[task.key] = self.given[task.key] = task
             self.order.append(task.key)
         self.fill()
 
@@ -126,9 +127,13 @@ class RayEngine:
                 self.submit(key)
 
     def result(self, key: str) -> Result | None:
-        """The item's result (waiting for it), None if it was not given to this engine."""
+        """The item's result (waiting for it), None if it was not given to this engine. An
+        item run again (pytest-rerunfailures, a second --count) is given again: its audit
+        runs where the first one did, with the same hooks and credentials."""
         if key not in self.tasks:
-            return None
+            if key not in self.given:
+                return None
+            self.tasks[key] = self.given[key]
         if self.gone:  # the cluster stopped answering: no item waits for it again
             del self.tasks[key]
             raise EngineError(self.gone)
