@@ -312,17 +312,7 @@ def parse_mean_abs(value: Any) -> float:
     """A number of tokens, whole or not (5, '2.5'); empty: 0."""
     if _unset(value):
         return 0.0
-    if _is_number(value):
-        n = float(value)
-    elif isinstance(value, str) and _DECIMAL.fullmatch(value.strip()):
-        n = float(value.strip())
-    else:
-        raise ContractError(f"expected a number of tokens like 5 or 2.5, got {_shown(value)}")
-    if not math.isfinite(n) or n < 0:
-        raise ContractError(f"expected a non-negative number of tokens, got {_shown(value)}")
-    if n > MAX_COUNT:
-        raise ContractError(f"{_shown(value)} is out of range: at most {MAX_COUNT:,}")
-    return n
+    return _non_negative(value, "a number of tokens like 5 or 2.5", "number of tokens", MAX_COUNT)
 
 
 def parse_optional_limit(value: Any) -> Allowance | None:
@@ -356,17 +346,22 @@ def parse_path(value: Any) -> str:
 def parse_optional_price(value: Any) -> float | None:
     if _unset(value):
         return None
+    return _non_negative(value, "a price like 0.60", "price", MAX_PRICE)
+
+
+def _non_negative(value: Any, example: str, what: str, limit: float) -> float:
+    """A finite decimal from 0 to `limit` (a number, or its text as written in the ini)."""
     if _is_number(value):
-        price = float(value)
+        n = float(value)
     elif isinstance(value, str) and _DECIMAL.fullmatch(value.strip()):
-        price = float(value.strip())
+        n = float(value.strip())
     else:
-        raise ContractError(f"expected a price like 0.60, got {_shown(value)}")
-    if not math.isfinite(price) or price < 0:
-        raise ContractError(f"expected a non-negative price, got {_shown(value)}")
-    if price > MAX_PRICE:
-        raise ContractError(f"{_shown(value)} is out of range: at most {MAX_PRICE:,}")
-    return price
+        raise ContractError(f"expected {example}, got {_shown(value)}")
+    if not math.isfinite(n) or n < 0:
+        raise ContractError(f"expected a non-negative {what}, got {_shown(value)}")
+    if n > limit:
+        raise ContractError(f"{_shown(value)} is out of range: at most {limit:,}")
+    return n
 
 
 @dataclass(frozen=True)

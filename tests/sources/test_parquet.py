@@ -60,14 +60,21 @@ def normalised(lines: list[str]) -> list[str]:
         "pq/twin.parquet", "data/twin.jsonl") for line in lines]
 
 
-def test_a_parquet_file_gets_the_verdicts_of_its_jsonl_twin(project: TokProject):
-    project.ini(**INI, tokaudit_unique_ids="true", tokaudit_count_outliers=0)
-    write_twins(project, corpus())
+def red_twins(project: TokProject) -> tuple[pytest.RunResult, pytest.RunResult]:
+    """The JSONL files under data/ and their Parquet (or Arrow) twins under pq/, each audited
+    in a run of its own; both runs must end red without a crash."""
     jsonl = project.run("-o", "tokaudit_glob=*.jsonl")
     parquet = project.run(paths=("pq",))
     for result in (jsonl, parquet):
         assert_no_crash(result)
         assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
+    return jsonl, parquet
+
+
+def test_a_parquet_file_gets_the_verdicts_of_its_jsonl_twin(project: TokProject):
+    project.ini(**INI, tokaudit_unique_ids="true", tokaudit_count_outliers=0)
+    write_twins(project, corpus())
+    jsonl, parquet = red_twins(project)
     want = normalised(failure_section(jsonl, "data/twin.jsonl"))
     assert normalised(failure_section(parquet, "pq/twin.parquet")) == want
     assert any(":row 3: sample_id=3: count: billed 15, counted 12" in line
@@ -240,11 +247,7 @@ def test_raw_responses_in_parquet_get_the_verdicts_of_their_jsonl_twin(project: 
     raw_ini(project, tokaudit_count_field=count_field, tokaudit_unique_text="true",
             tokaudit_group_by="provider model", tokaudit_count_mean_rel="2%", tokaudit_count_mean_abs=0,
             tokaudit_budget=1)
-    jsonl = project.run("-o", "tokaudit_glob=*.jsonl")
-    parquet = project.run(paths=("pq",))
-    for result in (jsonl, parquet):
-        assert_no_crash(result)
-        assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
+    jsonl, parquet = red_twins(project)
     section = failure_section(parquet, "pq/raw.parquet")
     assert raw_normalised(section) == failure_section(jsonl, "data/raw.jsonl")
     assert summary_rows(parquet)["pq/raw.parquet"] == summary_rows(jsonl)["data/raw.jsonl"]
@@ -322,11 +325,7 @@ def test_stored_ids_with_a_sum_groups_finish_reasons_and_unique_text(project: To
     project.ini(tokaudit_count_abs=0, tokaudit_count_rel="0%", tokaudit_count_field="completion_tokens + extra?",
                 tokaudit_finish_reason="stop", tokaudit_group_by="provider", tokaudit_unique_text="true",
                 tokaudit_count_mean_rel="1%", tokaudit_count_mean_abs=0, tokaudit_count_outliers=0)
-    jsonl = project.run("-o", "tokaudit_glob=*.jsonl")
-    parquet = project.run(paths=("pq",))
-    for result in (jsonl, parquet):
-        assert_no_crash(result)
-        assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
+    jsonl, parquet = red_twins(project)
     section = failure_section(parquet, "pq/twin.parquet")
     assert normalised(section) == failure_section(jsonl, "data/twin.jsonl")
     flagged = [s.split(": ")[2] for s in section if ":row " in s]
@@ -389,11 +388,7 @@ def test_a_hook_sees_every_field_of_a_row_as_of_its_jsonl_twin(project: TokProje
     rows = hook_rows()
     project.jsonl("data/twin.jsonl", rows)
     write_any(project.path / f"pq/twin{suffix}", rows, row_group_size=3)
-    jsonl = project.run("-o", "tokaudit_glob=*.jsonl")
-    parquet = project.run(paths=("pq",))
-    for result in (jsonl, parquet):
-        assert_no_crash(result)
-        assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
+    jsonl, parquet = red_twins(project)
     name = f"pq/twin{suffix}"
     section = failure_section(parquet, name)
     assert [line.replace(f"{name}:row ", "data/twin.jsonl:").replace(name, "data/twin.jsonl")
@@ -459,11 +454,7 @@ def test_column_types_of_the_same_values_get_the_jsonl_verdict(project: TokProje
     project.ini(**ini, tokaudit_count_outliers=0)
     project.jsonl("data/twin.jsonl", rows)
     write_any(project.path / "pq/twin.parquet", rows, pa.schema(list(fields.items())), row_group_size=4)
-    jsonl = project.run("-o", "tokaudit_glob=*.jsonl")
-    parquet = project.run(paths=("pq",))
-    for result in (jsonl, parquet):
-        assert_no_crash(result)
-        assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
+    jsonl, parquet = red_twins(project)
     assert normalised(failure_section(parquet, "pq/twin.parquet")) == \
         failure_section(jsonl, "data/twin.jsonl")
     assert summary_rows(parquet)["pq/twin.parquet"] == summary_rows(jsonl)["data/twin.jsonl"]
@@ -489,11 +480,7 @@ def test_a_row_over_the_record_limit_is_a_finding_at_its_row(project: TokProject
     project.ini(**INI, tokaudit_max_line_bytes=1000, tokaudit_count_outliers=0)
     project.jsonl("data/twin.jsonl", rows)
     write_any(project.path / f"pq/twin{suffix}", rows, pa.schema([*SCHEMA]), row_group_size=group)
-    jsonl = project.run("-o", "tokaudit_glob=*.jsonl")
-    parquet = project.run(paths=("pq",))
-    for result in (jsonl, parquet):
-        assert_no_crash(result)
-        assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
+    jsonl, parquet = red_twins(project)
     name = f"pq/twin{suffix}"
     section = failure_section(parquet, name)
     long = [line for line in section if "line_length" in line]
