@@ -1,20 +1,26 @@
-"""Version matrix: the test suite on the newest versions and on the oldest declared ones.
+"""Version matrix: the test suite on the locked versions, the newest and the oldest declared.
 
     python -m pip install 'nox>=2025.10.14' uv    # uv is optional: without it, venv + pip
-    nox                                           # every session below, one after the other
-    nox -s oldest                                 # one session
+    nox                                           # tests-3.10 .. tests-3.13 and oldest
+    nox -s latest                                 # one session
     nox -s tests-3.12 -- -k reader -x             # arguments after -- go to pytest
 
 Sessions:
-    tests-3.10 .. tests-3.13   pip install -e '.[test]' into a fresh venv: the newest release
-                               of every dependency that installs on that Python
+    tests-3.10 .. tests-3.13   pip install -c .ci/constraints-test.txt -e '.[test]': the locked
+                               versions (what .ci/run installs), on each Python
+    latest                     the newest release of every dependency that the ranges in
+                               pyproject.toml allow (no lock), and how it differs from the lock:
+                               where an upstream release shows up, deliberately, before a release
     oldest                     Python 3.10, every dependency at its declared minimum, pinned by
                                .ci/constraints-oldest.txt (checked against pyproject.toml)
-    full                       the whole test matrix on this Python: every behaviour test in
-                               both xdist modes and the tests marked `full` (TOKAUDIT_TEST_FULL=1)
+    full                       the whole test matrix on the locked versions: every behaviour test
+                               in both xdist modes and the tests marked `full` (TOKAUDIT_TEST_FULL=1)
+    lock                       regenerates .ci/constraints-test.txt (uv pip compile, universal
+                               for Python 3.10+): run it, then `nox -s latest`'s findings are the
+                               lock's next contents
 
-Each session runs the README's test command, `python -m pytest`, from the repository root and
-first prints the versions it is testing.
+Each test session runs the README's test command, `python -m pytest`, from the repository root
+and first prints the versions it is testing.
 """
 
 from __future__ import annotations
@@ -34,6 +40,9 @@ nox.options.sessions = ["tests", "oldest"]
 
 ROOT = Path(__file__).parent
 CONSTRAINTS = ROOT / ".ci" / "constraints-oldest.txt"
+LOCK = ROOT / ".ci" / "constraints-test.txt"
+# What the lock covers: the test extra (every runtime extra with it) and the release tools.
+LOCKED_EXTRAS = ["test", "release"]
 PYTHONS = ["3.10", "3.11", "3.12", "3.13"]
 OLDEST_PYTHON = PYTHONS[0]
 
@@ -103,18 +112,38 @@ def _declared_minimums(pyproject: dict) -> dict[str, str]:
 
 @nox.session(python=PYTHONS)
 def tests(session: nox.Session) -> None:
-    """The suite with the newest release of everything that installs on this Python."""
-    session.install("-e", ".[test]")
-    session.run("python", ".ci/versions.py")
+    """The suite on the locked versions (.ci/constraints-test.txt), on this Python."""
+    session.install("-c", str(LOCK.relative_to(ROOT)), "-e", ".[test]")
+    session.run("python", ".ci/versions.py", "--pins", str(LOCK.relative_to(ROOT)))
+    session.run("python", "-m", "pytest", *session.posargs)
+
+
+@nox.session
+def latest(session: nox.Session) -> None:
+    """The suite on the newest release of everything pyproject.toml's ranges allow."""
+    session.install("--upgrade", "--upgrade-strategy", "eager", "-e", ".[test]")
+    session.run("python", ".ci/versions.py", "--newer-than", str(LOCK.relative_to(ROOT)))
     session.run("python", "-m", "pytest", *session.posargs)
 
 
 @nox.session
 def full(session: nox.Session) -> None:
     """The full matrix: what the suite leaves out to keep within its time budget."""
-    session.install("-e", ".[test]")
+    session.install("-c", str(LOCK.relative_to(ROOT)), "-e", ".[test]")
     session.run("python", ".ci/versions.py")
     session.run("python", "-m", "pytest", *session.posargs, env={"TOKAUDIT_TEST_FULL": "1"})
+
+
+@nox.session(venv_backend="none")
+def lock(session: nox.Session) -> None:
+    """Regenerate .ci/constraints-test.txt: every package the test and release extras bring,
+    one version each (per Python where the newest differ), for Python 3.10 and newer."""
+    extras = [arg for extra in LOCKED_EXTRAS for arg in ("--extra", extra)]
+    session.run(
+        "uv", "pip", "compile", "pyproject.toml", *extras, "--universal",
+        "--python-version", OLDEST_PYTHON, "--upgrade", "-o", str(LOCK.relative_to(ROOT)),
+        env={"UV_CUSTOM_COMPILE_COMMAND": "nox -s lock"}, external=True,
+    )
 
 
 @nox.session(python=OLDEST_PYTHON)

@@ -174,6 +174,8 @@ def commands(block: Block) -> list[list[str]]:
     for raw in block.text.splitlines():
         line = re.sub(r"^\s*(?:\$ |- )?(?:run:|entry:)?\s*", "", raw)
         for part in line.split("&&"):
+            # `(cd example_project && pytest --tokaudit)`: the subshell keeps the caller's folder
+            part = part.strip().removeprefix("(").removesuffix(")")
             try:
                 argv = shlex.split(part, comments=True)
             except ValueError:
