@@ -121,7 +121,7 @@ def tests(session: nox.Session) -> None:
 @nox.session
 def latest(session: nox.Session) -> None:
     """The suite on the newest release of everything pyproject.toml's ranges allow."""
-    session.install("--upgrade", "--upgrade-strategy", "eager", "-e", ".[test]")
+    session.install("--upgrade", "-e", ".[test]")  # a fresh venv: the newest of everything
     session.run("python", ".ci/versions.py", "--newer-than", str(LOCK.relative_to(ROOT)))
     session.run("python", "-m", "pytest", *session.posargs)
 
