@@ -112,7 +112,9 @@ def _load(directory: str, trust_remote_code: bool) -> Any:
     except TokenizerError:
         raise
     except ImportError as exc:  # its remote code imports what is not installed (tiktoken...)
-        hint = _EXTRAS.get((exc.name or "").split(".")[0])
+        # transformers' own check of a remote module's imports names them in its message only
+        names = [exc.name.split(".")[0]] if exc.name else [n for n in _EXTRAS if n in str(exc)]
+        hint = next((_EXTRAS[n] for n in names if n in _EXTRAS), None)
         hint = f": pip install 'pytest-tokaudit[{hint}]'" if hint else ""
         raise TokenizerError(f"cannot load the tokenizer in {directory}: "
                              f"{_one_line(exc)}{hint}") from exc
@@ -332,7 +334,7 @@ def _remote_code(where: Path) -> str | None:
 def import_transformers() -> Any:
     import sys
 
-    if "transformers" in sys.modules:
+    if sys.modules.get("transformers") is not None:  # None: an import that is refused
         return sys.modules["transformers"]
     # Without PyTorch, importing transformers logs an advisory ("PyTorch was not found...")
     # unless TRANSFORMERS_NO_ADVISORY_WARNINGS is set: set it for the import only, so the

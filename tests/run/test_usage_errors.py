@@ -118,3 +118,33 @@ def test_a_file_whose_reader_is_not_installed_names_the_extra(project: TokProjec
     assert_usage_error(project.run(), f"ERROR: {name}: reading ",
                        f"files needs {module}, which is not installed here: "
                        f"pip install 'pytest-tokaudit[{extra}]'")
+
+
+def test_a_tokenizer_directory_without_transformers_names_the_extra(project: TokProject):
+    """Qwen3's tokenizer.json is read with `tokenizers` alone; without it (and without
+    transformers, which needs it), the directory cannot load."""
+    from tokdata import qwen_dir
+
+    block(project, "tokenizers", "transformers")
+    project.jsonl("data/a.jsonl", [rec(1)])
+    project.ini(tokaudit_tokenizer=qwen_dir(), tokaudit_require_last="<|im_end|>")
+    assert_usage_error(project.run(), "transformers is not installed: "
+                                      "pip install 'pytest-tokaudit[tokenizer]'")
+
+
+def test_remote_code_over_tiktoken_without_tiktoken_names_the_extra(project: TokProject):
+    """A Kimi-shaped directory (its code imports tiktoken) on a machine with [tokenizer] only."""
+    import base64
+    import shutil
+    from pathlib import Path
+
+    toy = Path(__file__).parent.parent / "tokenizers" / "data" / "remote_toy"
+    shutil.copytree(toy, project.path / "tok")
+    (project.path / "tok" / "tiktoken.model").write_bytes(
+        b"".join(base64.b64encode(bytes([i])) + b" %d\n" % i for i in range(256)))
+    block(project, "tiktoken")
+    project.jsonl("data/a.jsonl", [rec(1)])
+    project.ini(tokaudit_tokenizer="tok", tokaudit_trust_remote_code="true",
+                tokaudit_roundtrip_rel="0%")
+    assert_usage_error(project.run(), "cannot load the tokenizer in ",
+                       "pip install 'pytest-tokaudit[tiktoken]'")
