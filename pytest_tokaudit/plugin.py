@@ -69,13 +69,14 @@ def pytest_configure(config: pytest.Config) -> None:
     # on every run.
     from .checks import builtin
     from .checks.dataset import IdsChannel
-    from .run.config import CONTRACT, contract_from_config
+    from .run.config import CONTRACT, UsageInCollection, contract_from_config
     from .run.items import Collector, DeferLast
 
     contract = contract_from_config(config)
     config.stash[CONTRACT] = contract
     pm = config.pluginmanager
     pm.register(Collector(config, contract), "tokaudit.collect")
+    pm.register(UsageInCollection(config), "tokaudit.usage")
     pm.register(DeferLast(), "tokaudit.order")
     for name, check in builtin().items():
         if not pm.is_blocked(name):

@@ -112,7 +112,6 @@ def test_a_page_left_out_of_the_nav_fails_the_build(tmp_path: Path):
 NOT_TESTED = {
     ("README.md", "the whole test suite: what .ci/run runs"),
     ("docs/ci.md", "needs a published release tag"),
-    ("docs/tokenizers.md", "needs o200k_base in tiktoken's cache folder"),
     ("docs/past-one-machine.md", "needs a Ray cluster at that address"),
     ("README.md", "needs a Ray cluster at that address"),
 }

@@ -128,25 +128,23 @@ def test_junit_names_are_the_folder_and_the_file(project: TokProject):
 
 # -- signs of life ------------------------------------------------------------------------------
 
-SLOW_BATCHES = """
-import time
-
-def pytest_tokaudit_check_batch(records, contract, summary):
-    time.sleep(0.2)  # a slow item: every batch of 256 records takes longer than the interval
-"""
+# Durations as progress.py words them: "0.4 s", "12 s", "2 min 05 s", "1 h 02 min".
+DURATION = r"(?:[\d.]+ s|\d+ min \d\d s|\d+ h \d\d min)"
 PROGRESS = re.compile(  # an xdist worker's line for an item that runs long
-    r"^\[gw\d\] tokaudit: data/slow\.jsonl\.gz: ([\d,]+) records, [\d.]+ MB in [\d.]+ s "
-    r"\([\d.]+ MB/s\), (\d+)% of [\d.]+ MB, ETA [\d.]+ s$"
+    r"^\[gw\d\] tokaudit: data/slow\.jsonl\.gz: ([\d,]+) records, [\d.]+ MB in " + DURATION +
+    r" \([\d.]+ MB/s\), (\d+)% of [\d.]+ MB(?:, ETA " + DURATION + ")?$"
 )
 RUN_PROGRESS = re.compile(  # the run's line, in a plain run and on the xdist controller
-    r"^tokaudit: ([\d,]+) records, [\d.]+ MB of ([\d.]+) MB \((\d+)%\) in [\d.]+ s "
-    r"\([\d.]+ MB/s\), ETA [\d.]+ s; (\d+) of 2 items done(, now data/slow\.jsonl\.gz)?$"
+    r"^tokaudit: ([\d,]+) records, [\d.]+ MB of ([\d.]+) MB \((\d+)%\) in " + DURATION +
+    r" \([\d.]+ MB/s\)(?:, ETA " + DURATION + r")?; (\d+) of 2 items done(, now data/slow\.jsonl\.gz)?$"
 )
 
 
 def test_a_slow_run_prints_progress_lines(project: TokProject):
-    project.ini(tokaudit_progress_interval="0.1")
-    project.write("conftest.py", SLOW_BATCHES)
+    """Where the lines come from and what they say; not how fast (no sleeps, no clock): an
+    interval of a microsecond makes every batch of the long item, and every item's end,
+    outlast it. The lines' figures under a clock: tests/outputs/test_progress.py."""
+    project.ini(tokaudit_progress_interval="0.000001")
     project.jsonl("data/slow.jsonl.gz", [rec(i, 10) for i in range(1200)])
     project.jsonl("data/quick.jsonl", [rec(5000, 10)])
     total = sum(p.stat().st_size for p in (project.path / "data").iterdir()) / 1e6

@@ -8,6 +8,7 @@ claims, the module that reads it (imported on first use), how a record's place i
 
 from __future__ import annotations
 
+import importlib.util
 from dataclasses import dataclass
 from importlib import import_module
 from typing import Any
@@ -20,13 +21,18 @@ class Format:
     module: str  # its source module: a SOURCE object, imported on first use
     unit: str  # "line" (JSONL) or "row" (columnar files): how a location is worded
     extra: str | None = None  # pip install 'pytest-tokaudit[EXTRA]' brings its library
+    library: str | None = None  # the module it needs beyond the core (from that extra)
 
 
 FORMATS: tuple[Format, ...] = (
     Format("jsonl", (".jsonl", ".jsonl.gz", ".jsonl.zst"), "pytest_tokaudit.sources.jsonl", "line"),
-    Format("parquet", (".parquet",), "pytest_tokaudit.sources.parquet", "row", "parquet"),
-    Format("feather", (".arrow", ".feather"), "pytest_tokaudit.sources.feather", "row", "parquet"),
+    Format("parquet", (".parquet",), "pytest_tokaudit.sources.parquet", "row", "parquet", "pyarrow"),
+    Format("feather", (".arrow", ".feather"), "pytest_tokaudit.sources.feather", "row", "parquet",
+           "pyarrow"),
 )
+
+# Compression a name's last suffix says, beyond the standard library's: (module, extra).
+CODECS = {".zst": ("zstandard", "zstd")}
 JSONL = FORMATS[0]
 
 # Data files the glob may not match: named when a run audits nothing (coverage).
@@ -47,6 +53,26 @@ def format_of(path: Any) -> Format:
 def source_of(path: Any) -> Any:
     """The SOURCE object of the module that reads `path`."""
     return import_module(format_of(path).module).SOURCE
+
+
+def missing_library(path: Any) -> str | None:
+    """Why `path` cannot be read on this machine: the library its format or compression
+    needs is not installed (the message names the extra that brings it); else None.
+    A look-up, not an import."""
+    name = str(path).lower()
+    fmt = format_of(path)
+    needs = [(fmt.library, fmt.extra, fmt.name.capitalize())] if fmt.library else []
+    needs += [(module, extra, suffix) for suffix, (module, extra) in CODECS.items()
+              if name.endswith(suffix)]
+    for module, extra, what in needs:
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            return (f"reading {what} files needs {module}, which is not installed here: "
+                    f"pip install 'pytest-tokaudit[{extra}]'")
+    return None
 
 
 def default_glob() -> str:

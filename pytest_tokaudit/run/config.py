@@ -12,6 +12,7 @@ from ..base.urls import display_url, is_url, scrub
 from ..engine.template import check_literals
 from ..model.contract import (
     KEYS,
+    KEYS_BY_ATTR,
     PATH_ATTRS,
     Contract,
     ContractError,
@@ -19,6 +20,7 @@ from ..model.contract import (
     _source_text,
 )
 from ..sources.remote import RemoteUnavailable, describe, filesystem
+from ..tokenizers.hf import TokenizerError, require_roundtrip
 from ..tokenizers.tiktoken import TiktokenError
 from ..tokenizers.tiktoken import locate as locate_tiktoken
 
@@ -83,6 +85,8 @@ def contract_from_config(config: pytest.Config) -> Contract:
         sources[key.name] = (text, origin)
     try:
         contract = Contract(**values, sources=sources)
+        if contract.roundtrip_rel is not None:
+            require_roundtrip(contract.tokenizer)
         if contract.needs_tokenizer:
             contract.tokenizer_object()  # a bad directory is a usage error now, not per file
         if contract.text_template is not None:
@@ -90,6 +94,76 @@ def contract_from_config(config: pytest.Config) -> Contract:
         return contract.resolve_tokens()
     except ValueError as exc:  # ContractError, or TokenizerError from loading
         raise pytest.UsageError(scrub(str(exc))) from None
+
+
+class CollectUsageError(Exception):
+    """A usage error met while collecting a data file: the tokenizer its folder's contract
+    names cannot load, or reading it needs an extra that is not installed. The run stops
+    with it, as with the ini's (exit 4): see UsageInCollection."""
+
+
+def file_contract(ihook: Any, source: Any, base: Contract, where: str) -> Contract:
+    """`base` as the pytest_tokaudit_contract hooks of `source`'s folders adjust it, checked
+    as the ini's contract is at start: a tokenizer that cannot load (or the round trip's
+    missing library) is a CollectUsageError; any other bad value, a ValueError naming it."""
+    try:
+        contract = ihook.pytest_tokaudit_contract(path=source, contract=base) or base
+        if contract is not base:
+            check_tokenizer(contract)
+    except TokenizerError as exc:  # raised in the hook too, by replace() resolving token names
+        raise CollectUsageError(
+            scrub(f"tokaudit_tokenizer (pytest_tokaudit_contract for {where}): {exc}")) from None
+    contract.check_file_level(base)
+    return contract
+
+
+def check_tokenizer(contract: Contract) -> None:
+    """TokenizerError unless the contract's tokenizer loads where a check needs it (else: is
+    there) and the round trip's library is installed where it is on."""
+    if contract.roundtrip_rel is not None:
+        require_roundtrip(contract.tokenizer)
+    if not contract.tokenizer:
+        return
+    if contract.needs_tokenizer:
+        contract.tokenizer_object()  # loaded once per process
+    elif contract.tokenizer.startswith("tiktoken:"):
+        try:
+            locate_tiktoken(contract.tokenizer)
+        except TiktokenError as exc:
+            raise TokenizerError(str(exc)) from None
+    else:
+        try:
+            _check_path(KEYS_BY_ATTR["tokenizer"], Path(contract.tokenizer).expanduser())
+        except ContractError as exc:
+            raise TokenizerError(str(exc)) from None
+
+
+class UsageInCollection:
+    """Registered in every process: a CollectUsageError ends the run as a usage error
+    (exit 4, `ERROR: message`), as the same error in the ini does, not as a collection
+    error. A collector that met one fails with the message in a report section (what
+    crosses from an xdist worker); where reports are judged (not on a worker) the first
+    such report raises pytest.UsageError, outside any collector's error handling."""
+
+    def __init__(self, config: pytest.Config):
+        self.worker = hasattr(config, "workerinput")  # its reports go to the controller
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_make_collect_report(self, collector: pytest.Collector) -> Any:
+        report = yield
+        message = getattr(collector, "tokaudit_usage", None)
+        if message and report.failed:
+            report.sections.append((USAGE_SECTION, message))
+        return report
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        message = dict(report.sections).get(USAGE_SECTION)
+        if message and not self.worker:
+            raise pytest.UsageError(message)
+
+
+USAGE_SECTION = "tokaudit usage error"
 
 
 def _check_path(key: Key, path: Path) -> None:

@@ -27,7 +27,7 @@ from typing import Any, Callable, Iterator, Sequence
 import pytest
 
 from ..base.findings import Finding
-from ..base.formats import source_of
+from ..base.formats import missing_library, source_of
 from ..base.text import printable
 from ..checks.dataset import check_names
 from ..engine.failure import failure_lines, listed
@@ -43,7 +43,7 @@ from ..sources.parquet import ParquetUnavailable
 from ..sources.remote import CHANGED, UNCHECKED
 from .cache import entry_for, reuse
 from .compat import failure_repr, teardown_towards
-from .config import CONTRACT
+from .config import CONTRACT, CollectUsageError, file_contract
 from .engines import ENGINE, EngineError, Result, Task
 
 # The controller's judge of a deferred item (registered where config.workerinput is absent).
@@ -292,9 +292,14 @@ class FileItems(pytest.Collector):
     def collect(self) -> Iterator[pytest.Item]:
         base = self.config.stash[CONTRACT]
         try:
-            contract = self.ihook.pytest_tokaudit_contract(path=self.source, contract=base) or base
-            contract.check_file_level(base)
-        except ValueError as exc:  # ContractError, TokenizerError: a message, not a traceback
+            contract = file_contract(self.ihook, self.source, base, self.nodeid)
+            missing = missing_library(self.source)
+            if missing:
+                raise CollectUsageError(f"{self.nodeid}: {missing}")
+        except CollectUsageError as exc:  # the run stops with it (UsageInCollection)
+            self.tokaudit_usage = str(exc)
+            raise self.CollectError(str(exc)) from None
+        except ValueError as exc:  # ContractError: a message, not a traceback
             raise self.CollectError(f"pytest_tokaudit_contract: {exc}") from None
         # Stat, never parse: every xdist worker collects every file and must agree.
         source = source_of(self.source)

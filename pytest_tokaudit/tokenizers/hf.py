@@ -24,7 +24,8 @@ from typing import Any
 
 from . import tiktoken
 
-__all__ = ["RoundTrip", "TokenizerError", "load_tokenizer", "resolve_tokens", "roundtrip"]
+__all__ = ["RoundTrip", "TokenizerError", "load_tokenizer", "require_roundtrip", "resolve_tokens",
+           "roundtrip"]
 
 
 _TRUST_HINT = "set tokaudit_trust_remote_code = true in pytest.ini (or -o tokaudit_trust_remote_code=true)"
@@ -110,6 +111,13 @@ def _load(directory: str, trust_remote_code: bool) -> Any:
                 directory, local_files_only=True, trust_remote_code=trust_remote_code)
     except TokenizerError:
         raise
+    except ImportError as exc:  # its remote code imports what is not installed (tiktoken...)
+        # transformers' own check of a remote module's imports names them in its message only
+        names = [exc.name.split(".")[0]] if exc.name else [n for n in _EXTRAS if n in str(exc)]
+        hint = next((_EXTRAS[n] for n in names if n in _EXTRAS), None)
+        hint = f": pip install 'pytest-tokaudit[{hint}]'" if hint else ""
+        raise TokenizerError(f"cannot load the tokenizer in {directory}: "
+                             f"{_one_line(exc)}{hint}") from exc
     except Exception as exc:
         raise TokenizerError(f"cannot load the tokenizer in {directory}: {_one_line(exc)}") from exc
     # A remote-code tokenizer over a tiktoken Encoding (Kimi K2's and others'): its
@@ -120,6 +128,10 @@ def _load(directory: str, trust_remote_code: bool) -> Any:
     # Any other slow (pure Python) tokenizer is accepted: roundtrip() then goes record by
     # record through tok.decode/tok.encode, which is much slower.
     return tok
+
+
+# The extra that installs a module a tokenizer's own code may import.
+_EXTRAS = {"tiktoken": "tiktoken", "tokenizers": "tokenizer", "transformers": "tokenizer"}
 
 
 # Classes transformers loads tokenizer.json for as it is.
@@ -322,7 +334,7 @@ def _remote_code(where: Path) -> str | None:
 def import_transformers() -> Any:
     import sys
 
-    if "transformers" in sys.modules:
+    if sys.modules.get("transformers") is not None:  # None: an import that is refused
         return sys.modules["transformers"]
     # Without PyTorch, importing transformers logs an advisory ("PyTorch was not found...")
     # unless TRANSFORMERS_NO_ADVISORY_WARNINGS is set: set it for the import only, so the
@@ -438,6 +450,17 @@ def _known(tok: Any) -> Callable[[int], bool]:
         return lambda i: 0 <= i < _U32 and to_token(i) is not None
     size = len(tok)
     return lambda i: 0 <= i < size
+
+
+def require_roundtrip(tokenizer: str) -> None:
+    """TokenizerError naming the extra to install unless the round trip's library (rapidfuzz,
+    in the [tokenizer] and [tiktoken] extras) is installed; `tokenizer` as configured."""
+    try:
+        import rapidfuzz  # noqa: F401
+    except ImportError:
+        extra = "tiktoken" if str(tokenizer).startswith(tiktoken.PREFIX) else "tokenizer"
+        raise TokenizerError("tokaudit_roundtrip_rel needs rapidfuzz, which is not installed "
+                             f"here: pip install 'pytest-tokaudit[{extra}]'") from None
 
 
 def roundtrip(tok: Any, id_lists: Sequence[Sequence[int]]) -> list[RoundTrip]:

