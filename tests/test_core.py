@@ -186,7 +186,7 @@ def test_bad_input_corpus_is_reported_line_by_line(project):
         "data/lines.jsonl:24: schema: missing field 'completion_tokens'",
         "data/lines.jsonl:24: schema: missing field 'output_ids'",
         # The count breach after all the bad lines is still found.
-        "data/lines.jsonl:25: sample_id='r25': count: billed 50, counted 10 (-40, -80.0%) > max(8, 2%)",
+        "data/lines.jsonl:25: sample_id='r25': count: billed 50, counted 10 (+40, +80.0%) > max(8, 2%)",
         "data/lines.jsonl:26: sample_id=26: schema: output_ids must be a list of token ids, found dict",
         "data/lines.jsonl: count_outliers: 1 record breaks the count tolerance, at most 0 allowed "
         "(0 of 25 audited)",
@@ -208,7 +208,7 @@ def test_bad_input_corpus_is_reported_line_by_line(project):
         assert failure_section(result, path) == [
             f"1 of {n} audited records break the contract; {message}; {outliers}",
             # Records before the cut are audited: line 2 breaks the count tolerance.
-            f"{path}:2: sample_id='t1': count: billed 1, counted 200 (+199, +19900.0%) > max(8, 2%)",
+            f"{path}:2: sample_id='t1': count: billed 1, counted 200 (-199, -19900.0%) > max(8, 2%)",
             f"{path}: read: {message}",
             f"{path}: count_outliers: {outliers}",
             contract,
@@ -306,15 +306,15 @@ def test_outlier_allowance_mean_tolerance_and_max_shown(project):
     project.jsonl("data/count.jsonl", [rec(f"k{i}", 10, 50) for i in range(1, 11)])
 
     three = [
-        "data/three.jsonl:2: sample_id='b2': count: billed 104, counted 100 (-4, -3.8%) > max(2, 0%)",
-        "data/three.jsonl:5: sample_id='b5': count: billed 104, counted 100 (-4, -3.8%) > max(2, 0%)",
-        "data/three.jsonl:9: sample_id='b9': count: billed 104, counted 100 (-4, -3.8%) > max(2, 0%)",
+        "data/three.jsonl:2: sample_id='b2': count: billed 104, counted 100 (+4, +3.8%) > max(2, 0%)",
+        "data/three.jsonl:5: sample_id='b5': count: billed 104, counted 100 (+4, +3.8%) > max(2, 0%)",
+        "data/three.jsonl:9: sample_id='b9': count: billed 104, counted 100 (+4, +3.8%) > max(2, 0%)",
     ]
     two_and_schema = [
         "1 of 11 audited records break the contract",
-        "data/two_and_schema.jsonl:4: sample_id='c4': count: billed 104, counted 100 (-4, -3.8%) "
+        "data/two_and_schema.jsonl:4: sample_id='c4': count: billed 104, counted 100 (+4, +3.8%) "
         "> max(2, 0%) (allowed outlier)",
-        "data/two_and_schema.jsonl:6: sample_id='c6': count: billed 104, counted 100 (-4, -3.8%) "
+        "data/two_and_schema.jsonl:6: sample_id='c6': count: billed 104, counted 100 (+4, +3.8%) "
         "> max(2, 0%) (allowed outlier)",
         "data/two_and_schema.jsonl:11: sample_id='c11': schema: missing field 'output_ids'",
     ]
@@ -340,8 +340,8 @@ def test_outlier_allowance_mean_tolerance_and_max_shown(project):
     # two.jsonl passes; its allowed outliers are still named, after the summary table.
     result.stdout.fnmatch_lines([
         "allowed outliers (tokaudit_count_outliers) in files that passed:",
-        "data/two.jsonl:3: sample_id='a3': count: billed 104, counted 100 (-4, -3.8%) > max(2, 0%)",
-        "data/two.jsonl:7: sample_id='a7': count: billed 104, counted 100 (-4, -3.8%) > max(2, 0%)",
+        "data/two.jsonl:3: sample_id='a3': count: billed 104, counted 100 (+4, +3.8%) > max(2, 0%)",
+        "data/two.jsonl:7: sample_id='a7': count: billed 104, counted 100 (+4, +3.8%) > max(2, 0%)",
     ])
     result.stdout.re_match_lines([r"data/two\.jsonl:3 +'a3' +104 +100 +-4$",
                                   r"data/two\.jsonl:7 +'a7' +104 +100 +-4$"])
@@ -355,7 +355,7 @@ def test_outlier_allowance_mean_tolerance_and_max_shown(project):
         "data/schema.jsonl:3: sample_id='s3': schema: missing field 'output_ids'",
         "... and 7 more (tokaudit_max_shown = 3)",
     ]
-    breach = "count: billed 50, counted 10 (-40, -80.0%) > max(2, 0%)"
+    breach = "count: billed 50, counted 10 (+40, +80.0%) > max(2, 0%)"
     outliers = "10 records break the count tolerance, at most 2 allowed (2 of 10 audited)"
     assert failure_section(result, "data/count.jsonl") == [
         f"10 of 10 audited records break the contract; {outliers}",
@@ -437,7 +437,7 @@ def test_dotted_field_paths_and_where(project):
     assert failure_section(result, "data/nested.jsonl") == [
         "4 of 6 audited records break the contract; 1 record breaks the count tolerance, "
         "at most 0 allowed (0 of 6 audited)",
-        "data/nested.jsonl:2: meta.id='n2': count: billed 30, counted 3 (-27, -90.0%) > max(8, 2%)",
+        "data/nested.jsonl:2: meta.id='n2': count: billed 30, counted 3 (+27, +90.0%) > max(8, 2%)",
         "data/nested.jsonl:3: meta.id='n3': schema: missing field 'usage.completion_tokens'",
         "data/nested.jsonl:4: meta.id='n4': schema: missing field 'usage.completion_tokens'",
         "data/nested.jsonl:4: meta.id='n4': schema: missing field 'response.output_ids'",
@@ -522,7 +522,7 @@ def test_conftest_hooks_and_disabling_builtin_checks(project):
     outliers = "1 record breaks the count tolerance, at most 0 allowed (0 of 2 audited)"
     assert failure_section(result, "data/strict.jsonl") == [
         f"1 of 2 audited records break the contract; {outliers}",
-        "data/strict.jsonl:2: sample_id='l2': count: billed 20, counted 10 (-10, -50.0%) > max(8, 2%)",
+        "data/strict.jsonl:2: sample_id='l2': count: billed 20, counted 10 (+10, +50.0%) > max(8, 2%)",
         f"data/strict.jsonl: count_outliers: {outliers}",
         "contract: default [tokaudit_count_abs = 8, tokaudit_count_rel = 2%, "
         "tokaudit_count_outliers = 0]",
@@ -531,7 +531,7 @@ def test_conftest_hooks_and_disabling_builtin_checks(project):
     result.stdout.no_fnmatch_line("*tokaudit: data/local/*loose.jsonl*")
     worse = failure_section(result, "data/local/worse.jsonl")
     assert worse[1] == (
-        "data/local/worse.jsonl:1: sample_id='w1': count: billed 40, counted 10 (-30, -75.0%) "
+        "data/local/worse.jsonl:1: sample_id='w1': count: billed 40, counted 10 (+30, +75.0%) "
         "> max(16, 2%)"
     )
     # The contract line names the tolerance that was applied (16), not the ini default (8).
@@ -615,7 +615,7 @@ def test_read_only_data_is_audited_and_left_untouched(project):
     result.assert_outcomes(passed=3, failed=1)
     assert_no_crash(result)
     assert failure_section(result, "data/sub/bad.jsonl")[1] == (
-        "data/sub/bad.jsonl:2: sample_id='b2': count: billed 99, counted 10 (-89, -89.9%) > max(8, 2%)"
+        "data/sub/bad.jsonl:2: sample_id='b2': count: billed 99, counted 10 (+89, +89.9%) > max(8, 2%)"
     )
     assert summary_rows(result)["data/good.jsonl.gz"][:3] == ["1", "1", "0"]
 
@@ -677,10 +677,10 @@ def test_sharded_file_reports_like_the_whole_file(project):
     whole = [
         f"5 of 79 audited records break the contract; {outliers}; {mean}",
         "data/whole/big.jsonl:5: json: invalid JSON: unexpected end of data at column 65",
-        "data/whole/big.jsonl:23: sample_id='s023': count: billed 60, counted 10 (-50, -83.3%) "
+        "data/whole/big.jsonl:23: sample_id='s023': count: billed 60, counted 10 (+50, +83.3%) "
         "> max(8, 2%)",
         "data/whole/big.jsonl:41: sample_id='s041': schema: missing field 'completion_tokens'",
-        "data/whole/big.jsonl:58: sample_id='s058': count: billed 40, counted 12 (-28, -70.0%) "
+        "data/whole/big.jsonl:58: sample_id='s058': count: billed 40, counted 12 (+28, +70.0%) "
         "> max(8, 2%)",
         "data/whole/big.jsonl:78: json: expected a JSON object, found list",
         f"data/whole/big.jsonl: count_outliers: {outliers}",

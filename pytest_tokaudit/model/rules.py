@@ -18,8 +18,9 @@ from __future__ import annotations
 from typing import Any, Callable
 
 
-def signed_difference(billed: int, counted: int) -> int:
-    """billed - counted: positive when the provider billed more tokens than the record has."""
+def signed_difference(billed: Any, counted: Any) -> Any:
+    """billed - counted: positive when the provider billed more tokens than the record has
+    (ints, or int64 arrays for the columnar pass)."""
     return billed - counted
 
 

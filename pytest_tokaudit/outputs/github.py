@@ -74,8 +74,9 @@ def workflow_commands(config: pytest.Config, files: list[FileSummary], outcomes:
             message = printable(f"{record_label(s.id_path(id_field), e.record_id)}{e.message}",
                                 breaks=True)
             line = e.line
+            assert line is not None  # at_records
             if rows:  # the row goes in the message, worded as every output words it
-                message, line = f"{place(s.path, e.line)}: {message}", None
+                message, line = f"{place(s.path, line)}: {message}", None
             yield command(e.level, message, path, line, f"tokaudit {e.check}")
         if more:
             level = "error" if s.failing else "warning"

@@ -266,11 +266,11 @@ def findings(files: Sequence[FileSummary], own: Own) -> tuple[list[Any], int]:
             rows.append([s.path, None, None, f.check, f.message, "file", s.path, ""])
         for f in s.shown:
             rows.append([s.path, f.line, f.record_id, f.check, f.message, "error",
-                         location(s.path, f.line), own.label(s.path, f.record_id)])
+                         _where(s.path, f.line), own.label(s.path, f.record_id)])
         for f in s.shown_allowable:
             level = "allowed outlier" if s.forgiven(f.check) else "error"
             rows.append([s.path, f.line, f.record_id, f.check, f.message, level,
-                         location(s.path, f.line), own.label(s.path, f.record_id)])
+                         _where(s.path, f.line), own.label(s.path, f.record_id)])
     total = sum(s.findings for s in files)
     return rows[:FINDINGS], total - min(len(rows), FINDINGS)
 
@@ -284,6 +284,10 @@ def focus(files: Sequence[FileSummary]) -> list[FileSummary]:
 FILE_COLUMNS = ["path", "records", "audited", "checked", "failed", "findings", "billed",
                 "counted", "absdiff", "max_absdiff", "mean_ratio", "rt_checked", "rt_mean",
                 "complete", "cached", "unreadable", "skipped"]
+
+
+def _where(path: str, line: int | None) -> str:
+    return path if line is None else location(path, line)
 
 
 def folder_contracts(files: Sequence[FileSummary]) -> list[list[str]]:
