@@ -79,9 +79,9 @@ def test_clean_files_pass_and_the_summary_table_shows_them(project):
         "all 3 files                  4        4        0        250.0         250.5  0.50 (0.20%)           1         0",
         "",
         "worst records by |billed - counted|:",
-        "record              sample_id  billed  counted  diff",
-        "data/clean.jsonl:4  'c3'          300      301    +1",
-        "data/clean.jsonl:5  'c4'          400      401    +1",
+        "record              sample_id  billed  counted  billed - counted",
+        "data/clean.jsonl:4  'c3'          300      301                -1",
+        "data/clean.jsonl:5  'c4'          400      401                -1",
         "",
         "pytest.ini::tokaudit::coverage: passed: 3 data files (4 records) audited to the end "
         "under the rootdir",
@@ -160,8 +160,8 @@ def test_bad_input_corpus_is_reported_line_by_line(project):
     contract = ("contract: default [tokaudit_count_abs = 8, tokaudit_count_rel = 2%, "
                 "tokaudit_count_outliers = 0]")
     assert failure_section(result, "data/lines.jsonl") == [
-        "23 of 25 audited records break the contract; 1 record breaks the count tolerance, "
-        "at most 0 allowed (0 of 25 audited)",
+        "17 of 19 audited records break the contract; 6 unreadable lines; 1 record breaks the "
+        "count tolerance, at most 0 allowed (0 of 19 audited)",
         "data/lines.jsonl:2: json: invalid JSON: unexpected end of data at column 65",
         "data/lines.jsonl:3: json: invalid UTF-8 at byte 18: b'\\xff\", '",
         "data/lines.jsonl:4: json: expected a JSON object, found list",
@@ -189,7 +189,7 @@ def test_bad_input_corpus_is_reported_line_by_line(project):
         "data/lines.jsonl:25: sample_id='r25': count: billed 50, counted 10 (+40, +80.0%) > max(8, 2%)",
         "data/lines.jsonl:26: sample_id=26: schema: output_ids must be a list of token ids, found dict",
         "data/lines.jsonl: count_outliers: 1 record breaks the count tolerance, at most 0 allowed "
-        "(0 of 25 audited)",
+        "(0 of 19 audited)",
         contract,
     ]
     empty = "no records: the file is empty"
@@ -223,7 +223,7 @@ def test_bad_input_corpus_is_reported_line_by_line(project):
     assert garbage_zst[1] == f"data/garbage.jsonl.zst: read: {garbage_zst[0]}"
 
     rows = summary_rows(result)
-    assert rows["data/lines.jsonl"] == ["25", "25", "0", "23.3", "10.0", "13.33 (57.14%)", "40", "26"]
+    assert rows["data/lines.jsonl"] == ["25", "19", "0", "23.3", "10.0", "13.33 (57.14%)", "40", "26"]
     assert rows["data/crlf.jsonl"] == ["2", "2", "0", "11.0", "11.0", "0.00 (0.00%)", "0", "0"]
     # The last line, without a newline, is audited: (10 + 10 + 40) / 3 = 20.
     assert rows["data/no_final_newline.jsonl"] == ["3", "3", "0", "20.0", "20.0", "0.00 (0.00%)", "0", "0"]
@@ -239,7 +239,7 @@ def test_bad_input_corpus_is_reported_line_by_line(project):
         "truncated.jsonl.zst", "garbage.jsonl.gz", "garbage.jsonl.zst",
     ))
     result.stdout.fnmatch_lines(
-        ["FAILED data/lines.jsonl::tokaudit - 23 of 25 audited records break the contra*"])
+        ["FAILED data/lines.jsonl::tokaudit - 17 of 19 audited records break the contra*"])
     result.stdout.fnmatch_lines(
         ["FAILED data/truncated.jsonl.gz::tokaudit - 1 of * audited records break the*"])
 
@@ -343,8 +343,8 @@ def test_outlier_allowance_mean_tolerance_and_max_shown(project):
         "data/two.jsonl:3: sample_id='a3': count: billed 104, counted 100 (+4, +3.8%) > max(2, 0%)",
         "data/two.jsonl:7: sample_id='a7': count: billed 104, counted 100 (+4, +3.8%) > max(2, 0%)",
     ])
-    result.stdout.re_match_lines([r"data/two\.jsonl:3 +'a3' +104 +100 +-4$",
-                                  r"data/two\.jsonl:7 +'a7' +104 +100 +-4$"])
+    result.stdout.re_match_lines([r"data/two\.jsonl:3 +'a3' +104 +100 +\+4$",
+                                  r"data/two\.jsonl:7 +'a7' +104 +100 +\+4$"])
     assert summary_rows(result)["data/two.jsonl"] == [
         "10", "10", "0", "100.8", "100.0", "0.80 (0.79%)", "4", "2",
     ]
@@ -461,8 +461,8 @@ def test_dotted_field_paths_and_where(project):
     assert rows["data/all_skipped.jsonl"] == ["2", "0", "2", "0.0", "0.0", "0.00 (0.00%)", "0", "1"]
     # The worst-records table names the id column by its field path.
     assert summary_section(result)[-4:-2] == [  # then a blank line and the coverage verdict
-        "record               meta.id  billed  counted  diff",
-        "data/nested.jsonl:2  'n2'         30        3   -27",
+        "record               meta.id  billed  counted  billed - counted",
+        "data/nested.jsonl:2  'n2'         30        3               +27",
     ]
 
 
@@ -569,7 +569,7 @@ def test_junitxml_has_one_testcase_per_file_and_no_summary_property(project):
     good, bad = cases["data", "good.jsonl"], cases["data", "bad.jsonl"]
     assert [child.tag for child in good] == []
     (failure,) = bad.findall("failure")
-    assert failure.get("message").startswith("1 of 2 audited records break the contract")
+    assert failure.get("message").startswith("1 unreadable line")
     assert "data/bad.jsonl:2: json: invalid JSON" in failure.text
     # The summary that travels in user_properties must not end up in the XML.
     properties = [(p.get("name"), p.get("value")) for p in root.iter("property")]
@@ -664,7 +664,7 @@ def test_sharded_file_reports_like_the_whole_file(project):
     assert_no_crash(result)
     # The whole twin is one item; the sharded file is n shard items and its file verdict.
     result.assert_outcomes(failed=1 + len(bad_shards) + 1, passed=n - len(bad_shards) + 1)
-    result.stdout.fnmatch_lines(["FAILED data/whole/big.jsonl::tokaudit - 5 of 79 audited *"])
+    result.stdout.fnmatch_lines(["FAILED data/whole/big.jsonl::tokaudit - 3 of 77 audited *"])
     for i in range(1, n + 1):
         word = "FAILED" if i in bad_shards else "PASSED"
         result.stdout.re_match_lines(
@@ -672,10 +672,10 @@ def test_sharded_file_reports_like_the_whole_file(project):
         )
     result.stdout.fnmatch_lines(["FAILED data/sharded/big.jsonl::tokaudit[[]file[]] - 2 records break *"])
 
-    outliers = "2 records break the count tolerance, at most 0 allowed (0 of 79 audited)"
+    outliers = "2 records break the count tolerance, at most 0 allowed (0 of 77 audited)"
     mean = "mean |diff| 1.03 / mean billed 13.9 = 7.365% > 0.500%"
     whole = [
-        f"5 of 79 audited records break the contract; {outliers}; {mean}",
+        f"3 of 77 audited records break the contract; 2 unreadable lines; {outliers}; {mean}",
         "data/whole/big.jsonl:5: json: invalid JSON: unexpected end of data at column 65",
         "data/whole/big.jsonl:23: sample_id='s023': count: billed 60, counted 10 (+50, +83.3%) "
         "> max(8, 2%)",
@@ -699,7 +699,8 @@ def test_sharded_file_reports_like_the_whole_file(project):
     shard_lines = []
     for i in bad_shards:
         (section,) = failure_sections(result, f"tokaudit: data/sharded/big.jsonl [shard {i} of {n}]")
-        assert re.match(rf"\d+ of \d+ audited records in shard {i} of {n} break the contract$",
+        assert re.match(rf"(\d+ of \d+ audited records in shard {i} of {n} break the contract|"
+                        rf"\d+ unreadable lines? in shard {i} of {n})$",
                         section[0]), section
         shard_lines += [line for line in as_whole(section) if line.startswith("data/whole/big.jsonl:")]
     # The shards show their failing records; count breaches wait for the file verdict.
@@ -719,7 +720,7 @@ def test_sharded_file_reports_like_the_whole_file(project):
 
     rows = summary_rows(result)
     assert rows["data/whole/big.jsonl"] == [
-        "79", "79", "0", "13.9", "12.9", "1.03 (7.37%)", "50", "7",
+        "79", "77", "0", "13.9", "12.9", "1.03 (7.37%)", "50", "7",
     ]
     assert rows["data/sharded/big.jsonl"] == rows["data/whole/big.jsonl"]
     worst = [line for line in summary_section(result) if re.match(r"data/\w+/big\.jsonl:\d", line)]

@@ -97,7 +97,7 @@ def test_a_template_holds_newlines_and_the_framing_counts_exactly(project: TokPr
     bare = "{choices.0.message.reasoning?}</think>{choices.0.message.content}<|im_end|>"
     result = project.run("-o", f"tokaudit_text_template={bare}")
     assert result.ret == FAILED
-    diffs = [int(m[1]) for m in re.finditer(r"billed \d+, counted \d+ \(-(\d+),", result.stdout.str())]
+    diffs = [int(m[1]) for m in re.finditer(r"billed \d+, counted \d+ \(\+(\d+),", result.stdout.str())]
     assert len(diffs) == 20 and set(diffs) <= {3, 4}, diffs
 
 
