@@ -244,7 +244,7 @@ def test_faults_in_raw_responses_are_caught_at_their_lines(project: TokProject, 
         "schema: text_template: choices.0.message.reasoning must be a string, found {'text': 'x'} (dict)",
     ]:
         assert expected in text, (expected, text)
-    assert "(+1, " in section[2]  # line 5: the missing </think>
+    assert "(-1, " in section[2]  # line 5: the missing </think>, billed 1 fewer than counted
     assert "data/raw.jsonl: count_outliers: 3 records break the count tolerance" in text
 
     # The same file with reasoning billed apart and summed: line 7 passes; the rest stays.
