@@ -196,6 +196,7 @@ def test_the_mean_bars_are_coloured_by_the_mean_check_against_each_files_toleran
     assert bars.count('class="limit"') == len(tips)
 
 
+TICK = re.compile(r'<text [^>]*text-anchor="middle" font-size="9"[^>]*>([^<]*)</text>')
 DIFF_LABEL = re.compile(r"^([+-]?\d+)(?:\.\.([+-]\d+))?$")
 
 
@@ -213,13 +214,13 @@ def test_every_histogram_bar_lies_within_its_labelled_range(run):
     assert len(charts) == 2
     for section in charts:
         for chart in re.findall(r'<svg class="plot".*?</svg>', section, re.S):
-            ticks = [_span(t) for t in re.findall(r'class="tick">([^<]*)</text>', chart)]
+            ticks = [_span(t) for t in re.findall(TICK, chart)]
             bars = [_span(t) for t in re.findall(
                 r'<rect class="mark"[^>]*><title>([^<:]*): [\d,]+ \(', chart)]
             assert bars and ticks
             assert min(t[0] for t in ticks) <= min(b[0] for b in bars), (ticks, bars)
             assert max(t[1] for t in ticks) >= max(b[1] for b in bars), (ticks, bars)
-    labels = re.findall(r'class="tick">([^<]*)</text>', charts[0])
+    labels = re.findall(TICK, charts[0])
     assert labels[0] == "-127..-96" and labels[-1] == "+96..+127", labels
 
 
