@@ -277,3 +277,58 @@ def test_the_page_draws_what_the_other_outputs_say(browser, run, tmp_path: Path)
         print(f"screenshot: {shot}")
     finally:
         context.close()
+
+
+# -- an engine's start is not audit time; Ray keeps its own lines to itself ---------------------
+SLOW_ENGINE = """
+import pytest
+
+NOW = [0.0]
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_finish(session):  # the run's meter reads this clock from now on
+    meter = session.config.pluginmanager.get_plugin("tokaudit.progress").meter
+    meter.began, meter.due = 0.0, 0.0
+
+    def clock():
+        NOW[0] += 0.5
+        return NOW[0]
+
+    meter.clock = clock
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtestloop(session):  # an engine whose start takes 1,000 s, as Ray's starts
+    NOW[0] += 1000.0
+"""
+
+
+def test_the_progress_clock_starts_after_the_engines_start(pytester: pytest.Pytester):
+    project = TokProject(pytester, ("-p", "no:xdist"))
+    project.ini(tokaudit_progress_interval="0.001")
+    project.write("conftest.py", SLOW_ENGINE)
+    project.jsonl("data/a.jsonl", [rec(i, 5) for i in range(20)])
+    result = project.run()
+    assert result.ret == 0
+    lines = [line for line in result.stdout.lines if line.startswith("tokaudit: 20 records")]
+    assert lines, result.stdout.str()
+    took = re.search(r" in ([\d.]+) s ", lines[-1])
+    assert took and float(took.group(1)) < 10, lines  # not the 1,000 s of the engine's start
+
+
+def test_ray_keeps_its_own_warnings_out_of_pytests_output(pytester: pytest.Pytester,
+                                                         monkeypatch: pytest.MonkeyPatch):
+    """A local Ray instance (no RAY_ADDRESS) says "Token authentication is enabled ..." and
+    logs its start: none of it in the run's output unless TOKAUDIT_RAY_LOGS=1 asks."""
+    pytest.importorskip("ray")
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    monkeypatch.delenv("TOKAUDIT_RAY_LOGS", raising=False)
+    project = TokProject(pytester, ("-p", "no:xdist"))
+    project.ini(tokaudit_engine="ray")
+    project.jsonl("data/a.jsonl", [rec(i, 5) for i in range(20)])
+    result = project.run()
+    assert result.ret == 0, result.stdout.str() + result.stderr.str()
+    text = result.stdout.str() + result.stderr.str()
+    assert "Token authentication" not in text and "WARNING" not in text, text
+    assert result.stderr.str().strip() == ""
