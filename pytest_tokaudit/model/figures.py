@@ -12,8 +12,6 @@ import bisect
 import math
 from typing import Any
 
-from .rules import signed_difference
-
 SCHEME = 1  # the bins below; a report of another scheme is read without its figures
 
 # |billed - counted|: each value below 16 its own bin, then two bins per octave. Signed histograms put
@@ -37,6 +35,8 @@ _right = bisect.bisect_right
 
 def diff_bin(d: int) -> int:
     """The signed histogram's bin of a signed difference (model.rules: billed - counted)."""
+    if -16 < d < 16:  # most records: a bin of its own
+        return OFFSET + d
     k = _right(DIFF_EDGES, d if d >= 0 else -d) - 1
     return OFFSET + k if d >= 0 else OFFSET - k
 
@@ -131,20 +131,22 @@ class Figures:
         return sum(self.diff)
 
     # -- accumulation ------------------------------------------------------------------
-    def add(self, line: int, record_id: Any, billed: int, counted: int) -> None:
+    def add(self, line: int, record_id: Any, billed: int, counted: int) -> int:
         """One checked record (FileSummary.add_counts; columnar.py folds in bulk with the
-        array twins of the same functions)."""
-        d = signed_difference(billed, counted)
+        array twins of the same functions); its |billed - counted|, for the caller's sums."""
+        d = billed - counted  # rules.signed_difference, written out: once per record
         self.diff[diff_bin(d)] += 1
         self.length[length_bin(counted)] += 1
-        h = priority(billed, counted)
+        h = (billed * 0x9E3779B1 + counted * 0x85EBCA77) & MASK  # priority(), written out
         if h < self.cut:
             self.offer([h, billed, counted, line, record_id])
-        if d:
-            tail = self.tail
-            a = d if d > 0 else -d
-            if len(tail) < TAIL or a > tail[0][0] or (a == tail[0][0] and -line > tail[0][1]):
-                self.offer_tail([a, -line, record_id, billed, counted])
+        if not d:
+            return 0
+        a = d if d > 0 else -d
+        tail = self.tail
+        if len(tail) < TAIL or a > tail[0][0] or (a == tail[0][0] and -line > tail[0][1]):
+            self.offer_tail([a, -line, record_id, billed, counted])
+        return a
 
     def offer(self, entry: list[Any]) -> None:
         """A sample entry; kept if among the `size` least (priority, line)."""

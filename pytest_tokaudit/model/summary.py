@@ -15,7 +15,6 @@ from ..base.fields import closest_paths, paths_of
 from ..base.findings import Finding, HookError
 from ..base.text import printable
 from .figures import Figures, GroupFigures, rt_bin
-from .rules import signed_difference
 
 
 def merge_parts(parts: list[FileSummary],
@@ -161,8 +160,7 @@ class FileSummary:
         self.checked += 1
         self.billed += billed
         self.counted += counted
-        self.figures.add(line, record_id, billed, counted)
-        diff = abs(signed_difference(billed, counted))
+        diff = self.figures.add(line, record_id, billed, counted)  # |billed - counted|
         self.absdiff += diff
         if diff > self.max_absdiff:
             self.max_absdiff = diff
