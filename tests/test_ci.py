@@ -120,7 +120,7 @@ def test_annotations_are_the_findings_escaped_and_rebased(
     big = sorted(int(g[2]) for g in odd if g[1] == "data/big.jsonl")
     assert big == [5, 17, 29, 41]  # later shards' lines, rebased; MAX_SHOWN of the 5
     assert ("error", "data/big.jsonl", "50", "tokaudit count",
-            "sample_id=149: billed 40, counted 12 (-28, -70.0%) > max(8, 2%)") in got
+            "sample_id=149: billed 40, counted 12 (+28, +70.0%) > max(8, 2%)") in got
     assert ("error", "data/big.jsonl", "1", "tokaudit", "1 more") in got  # line 53
     assert not [g for g in got if g[1] == "data/ok.jsonl"]
 

@@ -79,9 +79,9 @@ def test_clean_files_pass_and_the_summary_table_shows_them(project):
         "all 3 files                  4        4        0        250.0         250.5  0.50 (0.20%)           1         0",
         "",
         "worst records by |billed - counted|:",
-        "record              sample_id  billed  counted  diff",
-        "data/clean.jsonl:4  'c3'          300      301    +1",
-        "data/clean.jsonl:5  'c4'          400      401    +1",
+        "record              sample_id  billed  counted  billed - counted",
+        "data/clean.jsonl:4  'c3'          300      301                -1",
+        "data/clean.jsonl:5  'c4'          400      401                -1",
         "",
         "pytest.ini::tokaudit::coverage: passed: 3 data files (4 records) audited to the end "
         "under the rootdir",
@@ -160,8 +160,8 @@ def test_bad_input_corpus_is_reported_line_by_line(project):
     contract = ("contract: default [tokaudit_count_abs = 8, tokaudit_count_rel = 2%, "
                 "tokaudit_count_outliers = 0]")
     assert failure_section(result, "data/lines.jsonl") == [
-        "23 of 25 audited records break the contract; 1 record breaks the count tolerance, "
-        "at most 0 allowed (0 of 25 audited)",
+        "17 of 19 audited records break the contract; 6 unreadable lines; 1 record breaks the "
+        "count tolerance, at most 0 allowed (0 of 19 audited)",
         "data/lines.jsonl:2: json: invalid JSON: unexpected end of data at column 65",
         "data/lines.jsonl:3: json: invalid UTF-8 at byte 18: b'\\xff\", '",
         "data/lines.jsonl:4: json: expected a JSON object, found list",
@@ -186,10 +186,10 @@ def test_bad_input_corpus_is_reported_line_by_line(project):
         "data/lines.jsonl:24: schema: missing field 'completion_tokens'",
         "data/lines.jsonl:24: schema: missing field 'output_ids'",
         # The count breach after all the bad lines is still found.
-        "data/lines.jsonl:25: sample_id='r25': count: billed 50, counted 10 (-40, -80.0%) > max(8, 2%)",
+        "data/lines.jsonl:25: sample_id='r25': count: billed 50, counted 10 (+40, +80.0%) > max(8, 2%)",
         "data/lines.jsonl:26: sample_id=26: schema: output_ids must be a list of token ids, found dict",
         "data/lines.jsonl: count_outliers: 1 record breaks the count tolerance, at most 0 allowed "
-        "(0 of 25 audited)",
+        "(0 of 19 audited)",
         contract,
     ]
     empty = "no records: the file is empty"
@@ -208,7 +208,7 @@ def test_bad_input_corpus_is_reported_line_by_line(project):
         assert failure_section(result, path) == [
             f"1 of {n} audited records break the contract; {message}; {outliers}",
             # Records before the cut are audited: line 2 breaks the count tolerance.
-            f"{path}:2: sample_id='t1': count: billed 1, counted 200 (+199, +19900.0%) > max(8, 2%)",
+            f"{path}:2: sample_id='t1': count: billed 1, counted 200 (-199, -19900.0%) > max(8, 2%)",
             f"{path}: read: {message}",
             f"{path}: count_outliers: {outliers}",
             contract,
@@ -223,7 +223,7 @@ def test_bad_input_corpus_is_reported_line_by_line(project):
     assert garbage_zst[1] == f"data/garbage.jsonl.zst: read: {garbage_zst[0]}"
 
     rows = summary_rows(result)
-    assert rows["data/lines.jsonl"] == ["25", "25", "0", "23.3", "10.0", "13.33 (57.14%)", "40", "26"]
+    assert rows["data/lines.jsonl"] == ["25", "19", "0", "23.3", "10.0", "13.33 (57.14%)", "40", "26"]
     assert rows["data/crlf.jsonl"] == ["2", "2", "0", "11.0", "11.0", "0.00 (0.00%)", "0", "0"]
     # The last line, without a newline, is audited: (10 + 10 + 40) / 3 = 20.
     assert rows["data/no_final_newline.jsonl"] == ["3", "3", "0", "20.0", "20.0", "0.00 (0.00%)", "0", "0"]
@@ -239,7 +239,7 @@ def test_bad_input_corpus_is_reported_line_by_line(project):
         "truncated.jsonl.zst", "garbage.jsonl.gz", "garbage.jsonl.zst",
     ))
     result.stdout.fnmatch_lines(
-        ["FAILED data/lines.jsonl::tokaudit - 23 of 25 audited records break the contra*"])
+        ["FAILED data/lines.jsonl::tokaudit - 17 of 19 audited records break the contra*"])
     result.stdout.fnmatch_lines(
         ["FAILED data/truncated.jsonl.gz::tokaudit - 1 of * audited records break the*"])
 
@@ -306,15 +306,15 @@ def test_outlier_allowance_mean_tolerance_and_max_shown(project):
     project.jsonl("data/count.jsonl", [rec(f"k{i}", 10, 50) for i in range(1, 11)])
 
     three = [
-        "data/three.jsonl:2: sample_id='b2': count: billed 104, counted 100 (-4, -3.8%) > max(2, 0%)",
-        "data/three.jsonl:5: sample_id='b5': count: billed 104, counted 100 (-4, -3.8%) > max(2, 0%)",
-        "data/three.jsonl:9: sample_id='b9': count: billed 104, counted 100 (-4, -3.8%) > max(2, 0%)",
+        "data/three.jsonl:2: sample_id='b2': count: billed 104, counted 100 (+4, +3.8%) > max(2, 0%)",
+        "data/three.jsonl:5: sample_id='b5': count: billed 104, counted 100 (+4, +3.8%) > max(2, 0%)",
+        "data/three.jsonl:9: sample_id='b9': count: billed 104, counted 100 (+4, +3.8%) > max(2, 0%)",
     ]
     two_and_schema = [
         "1 of 11 audited records break the contract",
-        "data/two_and_schema.jsonl:4: sample_id='c4': count: billed 104, counted 100 (-4, -3.8%) "
+        "data/two_and_schema.jsonl:4: sample_id='c4': count: billed 104, counted 100 (+4, +3.8%) "
         "> max(2, 0%) (allowed outlier)",
-        "data/two_and_schema.jsonl:6: sample_id='c6': count: billed 104, counted 100 (-4, -3.8%) "
+        "data/two_and_schema.jsonl:6: sample_id='c6': count: billed 104, counted 100 (+4, +3.8%) "
         "> max(2, 0%) (allowed outlier)",
         "data/two_and_schema.jsonl:11: sample_id='c11': schema: missing field 'output_ids'",
     ]
@@ -340,11 +340,11 @@ def test_outlier_allowance_mean_tolerance_and_max_shown(project):
     # two.jsonl passes; its allowed outliers are still named, after the summary table.
     result.stdout.fnmatch_lines([
         "allowed outliers (tokaudit_count_outliers) in files that passed:",
-        "data/two.jsonl:3: sample_id='a3': count: billed 104, counted 100 (-4, -3.8%) > max(2, 0%)",
-        "data/two.jsonl:7: sample_id='a7': count: billed 104, counted 100 (-4, -3.8%) > max(2, 0%)",
+        "data/two.jsonl:3: sample_id='a3': count: billed 104, counted 100 (+4, +3.8%) > max(2, 0%)",
+        "data/two.jsonl:7: sample_id='a7': count: billed 104, counted 100 (+4, +3.8%) > max(2, 0%)",
     ])
-    result.stdout.re_match_lines([r"data/two\.jsonl:3 +'a3' +104 +100 +-4$",
-                                  r"data/two\.jsonl:7 +'a7' +104 +100 +-4$"])
+    result.stdout.re_match_lines([r"data/two\.jsonl:3 +'a3' +104 +100 +\+4$",
+                                  r"data/two\.jsonl:7 +'a7' +104 +100 +\+4$"])
     assert summary_rows(result)["data/two.jsonl"] == [
         "10", "10", "0", "100.8", "100.0", "0.80 (0.79%)", "4", "2",
     ]
@@ -355,7 +355,7 @@ def test_outlier_allowance_mean_tolerance_and_max_shown(project):
         "data/schema.jsonl:3: sample_id='s3': schema: missing field 'output_ids'",
         "... and 7 more (tokaudit_max_shown = 3)",
     ]
-    breach = "count: billed 50, counted 10 (-40, -80.0%) > max(2, 0%)"
+    breach = "count: billed 50, counted 10 (+40, +80.0%) > max(2, 0%)"
     outliers = "10 records break the count tolerance, at most 2 allowed (2 of 10 audited)"
     assert failure_section(result, "data/count.jsonl") == [
         f"10 of 10 audited records break the contract; {outliers}",
@@ -437,7 +437,7 @@ def test_dotted_field_paths_and_where(project):
     assert failure_section(result, "data/nested.jsonl") == [
         "4 of 6 audited records break the contract; 1 record breaks the count tolerance, "
         "at most 0 allowed (0 of 6 audited)",
-        "data/nested.jsonl:2: meta.id='n2': count: billed 30, counted 3 (-27, -90.0%) > max(8, 2%)",
+        "data/nested.jsonl:2: meta.id='n2': count: billed 30, counted 3 (+27, +90.0%) > max(8, 2%)",
         "data/nested.jsonl:3: meta.id='n3': schema: missing field 'usage.completion_tokens'",
         "data/nested.jsonl:4: meta.id='n4': schema: missing field 'usage.completion_tokens'",
         "data/nested.jsonl:4: meta.id='n4': schema: missing field 'response.output_ids'",
@@ -461,8 +461,8 @@ def test_dotted_field_paths_and_where(project):
     assert rows["data/all_skipped.jsonl"] == ["2", "0", "2", "0.0", "0.0", "0.00 (0.00%)", "0", "1"]
     # The worst-records table names the id column by its field path.
     assert summary_section(result)[-4:-2] == [  # then a blank line and the coverage verdict
-        "record               meta.id  billed  counted  diff",
-        "data/nested.jsonl:2  'n2'         30        3   -27",
+        "record               meta.id  billed  counted  billed - counted",
+        "data/nested.jsonl:2  'n2'         30        3               +27",
     ]
 
 
@@ -522,7 +522,7 @@ def test_conftest_hooks_and_disabling_builtin_checks(project):
     outliers = "1 record breaks the count tolerance, at most 0 allowed (0 of 2 audited)"
     assert failure_section(result, "data/strict.jsonl") == [
         f"1 of 2 audited records break the contract; {outliers}",
-        "data/strict.jsonl:2: sample_id='l2': count: billed 20, counted 10 (-10, -50.0%) > max(8, 2%)",
+        "data/strict.jsonl:2: sample_id='l2': count: billed 20, counted 10 (+10, +50.0%) > max(8, 2%)",
         f"data/strict.jsonl: count_outliers: {outliers}",
         "contract: default [tokaudit_count_abs = 8, tokaudit_count_rel = 2%, "
         "tokaudit_count_outliers = 0]",
@@ -531,7 +531,7 @@ def test_conftest_hooks_and_disabling_builtin_checks(project):
     result.stdout.no_fnmatch_line("*tokaudit: data/local/*loose.jsonl*")
     worse = failure_section(result, "data/local/worse.jsonl")
     assert worse[1] == (
-        "data/local/worse.jsonl:1: sample_id='w1': count: billed 40, counted 10 (-30, -75.0%) "
+        "data/local/worse.jsonl:1: sample_id='w1': count: billed 40, counted 10 (+30, +75.0%) "
         "> max(16, 2%)"
     )
     # The contract line names the tolerance that was applied (16), not the ini default (8).
@@ -569,7 +569,7 @@ def test_junitxml_has_one_testcase_per_file_and_no_summary_property(project):
     good, bad = cases["data", "good.jsonl"], cases["data", "bad.jsonl"]
     assert [child.tag for child in good] == []
     (failure,) = bad.findall("failure")
-    assert failure.get("message").startswith("1 of 2 audited records break the contract")
+    assert failure.get("message").startswith("1 unreadable line")
     assert "data/bad.jsonl:2: json: invalid JSON" in failure.text
     # The summary that travels in user_properties must not end up in the XML.
     properties = [(p.get("name"), p.get("value")) for p in root.iter("property")]
@@ -615,7 +615,7 @@ def test_read_only_data_is_audited_and_left_untouched(project):
     result.assert_outcomes(passed=3, failed=1)
     assert_no_crash(result)
     assert failure_section(result, "data/sub/bad.jsonl")[1] == (
-        "data/sub/bad.jsonl:2: sample_id='b2': count: billed 99, counted 10 (-89, -89.9%) > max(8, 2%)"
+        "data/sub/bad.jsonl:2: sample_id='b2': count: billed 99, counted 10 (+89, +89.9%) > max(8, 2%)"
     )
     assert summary_rows(result)["data/good.jsonl.gz"][:3] == ["1", "1", "0"]
 
@@ -664,7 +664,7 @@ def test_sharded_file_reports_like_the_whole_file(project):
     assert_no_crash(result)
     # The whole twin is one item; the sharded file is n shard items and its file verdict.
     result.assert_outcomes(failed=1 + len(bad_shards) + 1, passed=n - len(bad_shards) + 1)
-    result.stdout.fnmatch_lines(["FAILED data/whole/big.jsonl::tokaudit - 5 of 79 audited *"])
+    result.stdout.fnmatch_lines(["FAILED data/whole/big.jsonl::tokaudit - 3 of 77 audited *"])
     for i in range(1, n + 1):
         word = "FAILED" if i in bad_shards else "PASSED"
         result.stdout.re_match_lines(
@@ -672,15 +672,15 @@ def test_sharded_file_reports_like_the_whole_file(project):
         )
     result.stdout.fnmatch_lines(["FAILED data/sharded/big.jsonl::tokaudit[[]file[]] - 2 records break *"])
 
-    outliers = "2 records break the count tolerance, at most 0 allowed (0 of 79 audited)"
+    outliers = "2 records break the count tolerance, at most 0 allowed (0 of 77 audited)"
     mean = "mean |diff| 1.03 / mean billed 13.9 = 7.365% > 0.500%"
     whole = [
-        f"5 of 79 audited records break the contract; {outliers}; {mean}",
+        f"3 of 77 audited records break the contract; 2 unreadable lines; {outliers}; {mean}",
         "data/whole/big.jsonl:5: json: invalid JSON: unexpected end of data at column 65",
-        "data/whole/big.jsonl:23: sample_id='s023': count: billed 60, counted 10 (-50, -83.3%) "
+        "data/whole/big.jsonl:23: sample_id='s023': count: billed 60, counted 10 (+50, +83.3%) "
         "> max(8, 2%)",
         "data/whole/big.jsonl:41: sample_id='s041': schema: missing field 'completion_tokens'",
-        "data/whole/big.jsonl:58: sample_id='s058': count: billed 40, counted 12 (-28, -70.0%) "
+        "data/whole/big.jsonl:58: sample_id='s058': count: billed 40, counted 12 (+28, +70.0%) "
         "> max(8, 2%)",
         "data/whole/big.jsonl:78: json: expected a JSON object, found list",
         f"data/whole/big.jsonl: count_outliers: {outliers}",
@@ -699,7 +699,8 @@ def test_sharded_file_reports_like_the_whole_file(project):
     shard_lines = []
     for i in bad_shards:
         (section,) = failure_sections(result, f"tokaudit: data/sharded/big.jsonl [shard {i} of {n}]")
-        assert re.match(rf"\d+ of \d+ audited records in shard {i} of {n} break the contract$",
+        assert re.match(rf"(\d+ of \d+ audited records in shard {i} of {n} break the contract|"
+                        rf"\d+ unreadable lines? in shard {i} of {n})$",
                         section[0]), section
         shard_lines += [line for line in as_whole(section) if line.startswith("data/whole/big.jsonl:")]
     # The shards show their failing records; count breaches wait for the file verdict.
@@ -719,7 +720,7 @@ def test_sharded_file_reports_like_the_whole_file(project):
 
     rows = summary_rows(result)
     assert rows["data/whole/big.jsonl"] == [
-        "79", "79", "0", "13.9", "12.9", "1.03 (7.37%)", "50", "7",
+        "79", "77", "0", "13.9", "12.9", "1.03 (7.37%)", "50", "7",
     ]
     assert rows["data/sharded/big.jsonl"] == rows["data/whole/big.jsonl"]
     worst = [line for line in summary_section(result) if re.match(r"data/\w+/big\.jsonl:\d", line)]

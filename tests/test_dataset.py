@@ -185,7 +185,8 @@ def test_json_report_and_baseline_regression(project: TokProject):
     assert report["contract"]["tokaudit_count_abs"] == "8"
     (a,) = [f for f in report["files"] if f["path"] == "data/a.jsonl"]
     assert (a["records"], a["billed"], a["counted"], a["max_absdiff"]) == (20, 2019, 2000, 2)
-    assert a["worst_records"][0] == {"line": 3, "id": 2, "billed": 102, "counted": 100, "diff": -2}
+    assert a["worst_records"][0] == {"line": 3, "location": "data/a.jsonl:3", "id": 2, "billed": 102,
+                                     "counted": 100, "diff": 2}
 
     # Still inside every absolute tolerance, but clearly worse than the baseline.
     (project.path / "data/gone.jsonl").unlink()

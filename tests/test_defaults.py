@@ -133,8 +133,8 @@ def test_the_readme_regressions_fail_with_the_defaults(project: TokProject, answ
     result.assert_outcomes(passed=2, failed=4)  # clean.jsonl and coverage pass
     counts = failure_section(result, "data/counts.jsonl")
     assert [re.sub(r"\d+", "N", line.split(": ", 2)[2]) for line in counts[1:3]] == [
-        "count: billed N, counted N (-N, -N.N%) > max(N, N%)",
         "count: billed N, counted N (+N, +N.N%) > max(N, N%)",
+        "count: billed N, counted N (-N, -N.N%) > max(N, N%)",
     ], counts
     checks = [re.match(r"data/broken\.jsonl:\d+: (?:sample_id=\d+: )?(\w+): ", line)
               for line in failure_section(result, "data/broken.jsonl")[1:4]]

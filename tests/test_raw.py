@@ -244,7 +244,7 @@ def test_faults_in_raw_responses_are_caught_at_their_lines(project: TokProject, 
         "schema: text_template: choices.0.message.reasoning must be a string, found {'text': 'x'} (dict)",
     ]:
         assert expected in text, (expected, text)
-    assert "(+1, " in section[2]  # line 5: the missing </think>
+    assert "(-1, " in section[2]  # line 5: the missing </think>, billed 1 fewer than counted
     assert "data/raw.jsonl: count_outliers: 3 records break the count tolerance" in text
 
     # The same file with reasoning billed apart and summed: line 7 passes; the rest stays.
@@ -312,9 +312,9 @@ def test_count_outlier_max_is_never_forgiven(project: TokProject):
     result = project.run()
     assert result.ret == FAILED
     section = failure_section(result, "data/a.jsonl")
-    assert "data/a.jsonl:3: sample_id=3: count: billed 130, counted 100 (-30, -23.1%) > max(8, 2%) " \
+    assert "data/a.jsonl:3: sample_id=3: count: billed 130, counted 100 (+30, +23.1%) > max(8, 2%) " \
            "(allowed outlier)" in section
-    assert "data/a.jsonl:6: sample_id=6: count: billed 1000, counted 100 (-900, -90.0%) > max(8, 2%), " \
+    assert "data/a.jsonl:6: sample_id=6: count: billed 1000, counted 100 (+900, +90.0%) > max(8, 2%), " \
            "beyond tokaudit_count_outlier_max = 50%: never an allowed outlier" in section
     project.ini(tokaudit_count_outliers=2, tokaudit_count_mean_rel="")
     assert project.run().ret == OK

@@ -614,7 +614,7 @@ def test_new_findings_end_to_end(project):
     frames = failure_section(result, "data/frames.jsonl.zst")
     assert re.fullmatch(r"corrupt zstd data: .+ \(after line 2\)", frames[0])
     assert failure_section(result, "data/odd.jsonl") == [
-        "4 of 6 audited records break the contract",
+        "3 of 5 audited records break the contract; 1 unreadable line",
         "data/odd.jsonl:2: json: invalid JSON: unexpected character, expected a JSON value at column 1",
         "data/odd.jsonl:4: sample_id='o4': schema: completion_tokens 18446744073709551616 is out of range (over 2**64-1)",
         f"data/odd.jsonl:5: sample_id='o5': schema: completion_tokens must be an integer, found "
@@ -622,7 +622,7 @@ def test_new_findings_end_to_end(project):
         "data/odd.jsonl:6: sample_id=1: schema: output_ids must be a list of token ids, found str",
     ]
     rows = summary_rows(result)
-    assert rows["data/odd.jsonl"][:3] == ["6", "6", "0"]
+    assert rows["data/odd.jsonl"][:3] == ["6", "5", "0"]  # records, audited, skipped: line 2 is unreadable
     assert rows["data/frames.jsonl.zst"][:3] == ["2", "2", "0"]
 
 

@@ -86,6 +86,18 @@ def data_suffixes() -> frozenset[str]:
                      | set(OTHER_DATA))
 
 
+def place(path: str, line: int) -> str:
+    """A record's place within its file, said alone: `line N`, or `row N` in a columnar
+    file (from 1): the Markdown summary's list, a row annotation's message."""
+    return f"{format_of(path).unit} {line}"
+
+
 def location(path: str, line: int) -> str:
-    """Where a record is: `path:LINE`, or `path:row N` in a columnar file (rows from 1)."""
+    """Where a record is, the one wording of every output: `path:LINE`, or `path:row N`
+    in a columnar file (rows from 1)."""
     return f"{path}:row {line}" if format_of(path).unit == "row" else f"{path}:{line}"
+
+
+def has_lines(path: str) -> bool:
+    """Whether a record's place is a line an editor (or an annotation's line=) can open."""
+    return format_of(path).unit == "line"

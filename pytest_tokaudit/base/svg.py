@@ -38,6 +38,31 @@ def _text(x: float, y: float, text: Any, anchor: str = "start", size: int = 11,
             f'{extra}>{esc(text)}</text>')
 
 
+def text_width(text: str, size: float) -> float:
+    """About how wide `text` draws at `size` (sans-serif averages ~0.6 em a character)."""
+    return len(text) * size * 0.6
+
+
+def wrap(text: str, size: float, room: float) -> list[str]:
+    """`text` cut at spaces into lines that fit `room` pixels at `size` (a word longer than
+    the room keeps a line of its own): titles and axis labels are never clipped."""
+    lines: list[str] = []
+    for word in text.split(" "):
+        if lines and text_width(lines[-1] + " " + word, size) <= room:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    return lines or [""]
+
+
+def _title(text: str, width: int, x: float = 4) -> tuple[list[str], int]:
+    """A chart's bold title, wrapped to the chart's width; and the height it takes."""
+    lines = wrap(text, 12 * 1.1, width - x - 4)
+    body = [_text(x, 14 + 14 * k, line, size=12, extra=' font-weight="bold"')
+            for k, line in enumerate(lines)]
+    return body, 14 * (len(lines) - 1)
+
+
 def short(n: float) -> str:
     """1234 -> 1.2k: axis labels."""
     a = abs(n)
@@ -54,6 +79,11 @@ def histogram(bins: Sequence[tuple[str, int]], title: str, *, band: tuple[int, i
     """Bars of counts over ordered bins (labels given), bins band[0]..band[1] shaded (the
     tolerance), an outline of another histogram's shares on top (the baseline's)."""
     left, right, top, bottom = 44, 8, 22, 34
+    heading, extra = _title(title, width, left)
+    xlines = wrap(xlabel, 10, width - 8) if xlabel else []
+    top += extra
+    bottom += 12 * max(len(xlines) - 1, 0)
+    height += extra + 12 * max(len(xlines) - 1, 0)
     n = max(len(bins), 1)
     w = (width - left - right) / n
     total = sum(c for _, c in bins) or 1
@@ -62,7 +92,7 @@ def histogram(bins: Sequence[tuple[str, int]], title: str, *, band: tuple[int, i
     o_shares = [c / o_total for c in overlay] if overlay and o_total else []
     peak = max([*shares, *o_shares, 1e-9])
     h = height - top - bottom
-    body = [_text(left, 14, title, size=12, extra=' font-weight="bold"')]
+    body = heading
     if band is not None:
         x0, x1 = left + band[0] * w, left + (band[1] + 1) * w
         body.append(f'<rect class="band" x="{_num(x0)}" y="{top}" width="{_num(x1 - x0)}" '
@@ -83,27 +113,43 @@ def histogram(bins: Sequence[tuple[str, int]], title: str, *, band: tuple[int, i
         body.append(f'<polyline class="overlay" points="{" ".join(pts)}" fill="none" '
                     f'stroke="#000" stroke-width="1.5" stroke-dasharray="4 2">'
                     f'<title>{esc(overlay_label)}</title></polyline>')
-        body.append(_text(width - right, 14, f"- - {overlay_label}", "end"))
+        body.append(_text(width - right, top - 6, f"- - {overlay_label}", "end"))
     body.append(f'<line x1="{left}" y1="{top + h}" x2="{width - right}" y2="{top + h}" '
                 f'stroke="#333"/>')
     body.append(_text(left - 4, top + 8, f"{peak:.0%}", "end", 10))
-    step = max(1, math.ceil(n / 8))
-    for i in range(0, n, step):
-        body.append(_text(left + (i + 0.5) * w, top + h + 12, bins[i][0], "middle", 9))
-    if xlabel:
-        body.append(_text(left + (width - left - right) / 2, height - 4, xlabel, "middle", 10))
+    # Ticks far enough apart for the widest label; the first and the last bin are always
+    # labelled, so every bar lies within the labelled range.
+    widest = max((text_width(label, 9) for label, _ in bins), default=0.0)
+    step = max(1, math.ceil((widest + 6) / w))
+    ticks = list(range(0, n, step))
+    if ticks[-1] != n - 1:
+        if ticks[-1] > n - 1 - step and len(ticks) > 1:
+            ticks.pop()  # too close to the last: the last one wins
+        ticks.append(n - 1)
+    for i in ticks:
+        x, half = left + (i + 0.5) * w, text_width(bins[i][0], 9) / 2
+        x = min(max(x, half + 1), width - half - 1)  # the edge labels stay on the chart
+        body.append(_text(x, top + h + 12, bins[i][0], "middle", 9, ' class="tick"'))
+    for k, line in enumerate(xlines):
+        body.append(_text(width / 2, height - 4 - 12 * (len(xlines) - 1 - k), line, "middle", 10))
     return _svg(width, height, body, title)
 
 
 def hbars(rows: Sequence[tuple[str, float, str, str]], title: str, *, line: float | None = None,
           line_label: str = "", fmt: str = "{:.2%}", width: int = 420,
-          bar: int = 16) -> str:
-    """Horizontal bars (label, value, colour, tooltip) with a vertical line (a limit)."""
+          bar: int = 16, marks: Sequence[float | None] | None = None,
+          marks_label: str = "") -> str:
+    """Horizontal bars (label, value, colour, tooltip) with a vertical line (one limit for
+    all) or, with `marks`, a limit of each bar's own drawn across it."""
     left, right, top = 170, 60, 22
-    height = top + bar * len(rows) + 22
-    peak = max([v for _, v, _, _ in rows] + [line or 0, 1e-12])
+    heading, extra = _title(title, width)
+    top += extra
+    legend = wrap(line_label if line is not None else marks_label if marks else "", 10, width - 8)
+    height = top + bar * len(rows) + 10 + 12 * len(legend)
+    own = [m for m in (marks or ()) if m is not None]
+    peak = max([v for _, v, _, _ in rows] + [line or 0, *own, 1e-12])
     span = width - left - right
-    body = [_text(4, 14, title, size=12, extra=' font-weight="bold"')]
+    body = heading
     for k, (label, value, color, tip) in enumerate(rows):
         y = top + k * bar
         name = label if len(label) <= 28 else "..." + label[-25:]
@@ -111,13 +157,19 @@ def hbars(rows: Sequence[tuple[str, float, str, str]], title: str, *, line: floa
         body.append(f'<rect class="mark" x="{left}" y="{y + 2}" width="{_num(max(value / peak * span, 1))}" '
                     f'height="{bar - 4}" fill="{color}"><title>{esc(tip)}</title></rect>')
         body.append(_text(left + value / peak * span + 3, y + bar - 4, fmt.format(value), size=10))
+        limit = marks[k] if marks and k < len(marks) else None
+        if limit is not None:
+            x = left + limit / peak * span
+            body.append(f'<line class="limit" x1="{_num(x)}" y1="{y}" x2="{_num(x)}" '
+                        f'y2="{y + bar}" stroke="#000" stroke-width="2">'
+                        f'<title>{esc(label)}: tolerance {fmt.format(limit)}</title></line>')
     if line is not None:
         x = left + line / peak * span
         body.append(f'<line class="limit" x1="{_num(x)}" y1="{top - 4}" x2="{_num(x)}" '
-                    f'y2="{height - 18}" stroke="{BAD}" stroke-width="2">'
+                    f'y2="{top + bar * len(rows) + 4}" stroke="{BAD}" stroke-width="2">'
                     f'<title>{esc(line_label)}</title></line>')
-        anchor = "end" if x > left + span * 0.7 else "start" if x < left + span * 0.3 else "middle"
-        body.append(_text(x, height - 6, line_label, anchor, 10))
+    for k, text in enumerate(legend):
+        body.append(_text(4, top + bar * len(rows) + 20 + 12 * k, text, "start", 10))
     return _svg(width, height, body, title)
 
 
@@ -127,6 +179,9 @@ def scatter(points: Sequence[tuple[float, float, str, str]], title: str, *,
     """Points (x, y, colour, tooltip) on square axes with the line y = x and, given
     `tolerance(x) -> half-width`, the band around it."""
     left, right, top, bottom = 48, 10, 22, 34
+    heading, extra = _title(title, width, left)
+    top += extra
+    height += extra
     hi = max([max(x, y) for x, y, _, _ in points] + [1]) * 1.05
     sx = (width - left - right) / hi
     sy = (height - top - bottom) / hi
@@ -137,7 +192,7 @@ def scatter(points: Sequence[tuple[float, float, str, str]], title: str, *,
     def py(y: float) -> float:
         return height - bottom - y * sy
 
-    body = [_text(left, 14, title, size=12, extra=' font-weight="bold"')]
+    body = heading
     if tolerance is not None:
         xs = [hi * k / 40 for k in range(41)]
         upper = [f"{_num(px(x))},{_num(py(min(x + tolerance(x), hi)))}" for x in xs]
@@ -170,10 +225,12 @@ def stacked(rows: Sequence[tuple[str, dict[str, int]]], keys: Sequence[str], tit
             *, colors: dict[str, str], width: int = 420, bar: int = 18) -> str:
     """One 100% bar per row (label, counts by key): shares of each key."""
     left, right, top = 150, 10, 22
+    heading, extra = _title(title, width)
+    top += extra
     legend = 14 * math.ceil(len(keys) / 3)
     height = top + bar * len(rows) + legend + 8
     span = width - left - right
-    body = [_text(4, 14, title, size=12, extra=' font-weight="bold"')]
+    body = heading
     for k, (label, counts) in enumerate(rows):
         y = top + k * bar
         total = sum(counts.values()) or 1

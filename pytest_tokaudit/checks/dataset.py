@@ -210,8 +210,17 @@ class UniqueIdsCheck:
         count = index.duplicate_count()
         if not count:
             return Outcome.passed(f"{len(index):,} ids, each once")
-        lines = [f"{'.'.join(contract.id_field)}={value!r}: {len(places)} records: "
-                 f"{', '.join(places)}" for value, places in index.duplicates(DUPLICATES_SHOWN)]
+        # Each id named as its files' own contracts name it (a folder's may differ).
+        names = {s.path: ".".join(s.id_path(contract.id_field)) for s in dataset.files}
+        lines = []
+        for (value, places), paths in zip(index.duplicates(DUPLICATES_SHOWN),
+                                          index.duplicate_paths(DUPLICATES_SHOWN)):
+            fields = [names.get(p, ".".join(contract.id_field)) for p in paths]
+            if len(set(fields)) == 1:
+                lines.append(f"{fields[0]}={value!r}: {len(places)} records: {', '.join(places)}")
+            else:
+                where = ", ".join(f"{place} ({name})" for place, name in zip(places, fields))
+                lines.append(f"id {value!r}: {len(places)} records: {where}")
         if count > DUPLICATES_SHOWN:
             lines.append(f"... and {count - DUPLICATES_SHOWN:,} more duplicated ids")
         return Outcome.failed(

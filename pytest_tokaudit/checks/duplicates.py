@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from ..base.formats import location
+from ..base.formats import location, place
 from ..base.text import plural
 from ..model.fastids import canonical
 from ..model.outcome import Outcome
@@ -65,11 +65,14 @@ class UniqueTextCheck:
                 dup.append(places)
         if not dup:
             return Outcome.passed(f"{total:,} completions, none stored under two ids")
-        id_name = ".".join(contract.id_field) or "id"
+        names = {s.path: ".".join(s.id_path(contract.id_field)) for s in dataset.files}
         lines = []
         for places in dup[:DUPLICATES_SHOWN]:
+            # the id named as its files' own contracts name it (a folder's may differ)
+            fields = {names.get(path, ".".join(contract.id_field)) for path, _, _, _ in places}
+            id_name = (fields.pop() if len(fields) == 1 else "") or "id"
             where = ", ".join(
-                location(path, line) if shard is None else f"{path} (shard {shard}, line {line} of it)"
+                location(path, line) if shard is None else f"{path} (shard {shard}, {place(path, line)} of it)"
                 for path, line, _, shard in places)
             ids = ", ".join(repr(rid) for rid in dict.fromkeys(rid for _, _, rid, _ in places))
             lines.append(f"{id_name} {ids}: the same completion: {where}")

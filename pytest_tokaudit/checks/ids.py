@@ -787,6 +787,11 @@ class IdIndex:
         """
         return [(value, [self.where(p) for p in places]) for value, places in self._ordered(limit)]
 
+    def duplicate_paths(self, limit: int | None = None) -> list[list[str]]:
+        """The file of each place of `duplicates(limit)`, in the same order (whose own id
+        field names the id)."""
+        return [[self.sources[p >> 32][0] for p in places] for _, places in self._ordered(limit)]
+
 
 
 def read_manifest(path: Path | str, id_field: tuple[str, ...]) -> list[Any]:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Sequence
 import pytest
 
 from ..base.findings import Finding
+from ..model.rules import beyond_outlier_max, count_within, difference_text
 from ..model.summary import writable
 from ..tokenizers.hf import roundtrip
 
@@ -36,18 +37,15 @@ class CountCheck:
         self, record: AuditedRecord, contract: Contract
     ) -> Finding | None:
         billed, counted = record.count, record.n_ids
-        diff = counted - billed
-        if abs(diff) <= contract.count_tolerance(billed):
+        if count_within(contract, billed, counted):
             return None
-        pct = f", {diff / billed:+.1%}" if billed else ""
-        limit = contract.count_outlier_max
-        beyond = limit is not None and abs(diff) > (limit.value * billed if limit.relative else limit.value)
+        beyond = beyond_outlier_max(contract, billed, counted)
         return Finding(
             "count",
-            f"billed {billed}, counted {counted} ({diff:+d}{pct}) "
+            f"billed {billed}, counted {counted} ({difference_text(billed, counted)}) "
             f"> max({contract.count_abs}, {contract.count_rel:.2%})".replace(".00%", "%")
-            + (f", beyond tokaudit_count_outlier_max = {limit}: never an allowed outlier"
-               if beyond else ""),
+            + (f", beyond tokaudit_count_outlier_max = {contract.count_outlier_max}: never an "
+               "allowed outlier" if beyond else ""),
             allowable=not beyond,
         )
 
@@ -120,7 +118,7 @@ class EmptyCheck:
 
     @pytest.hookimpl
     def pytest_tokaudit_check_file(self, summary: SummaryView, contract: Contract) -> Finding | None:
-        if summary.audited or contract.allow_empty or summary.read_error:
+        if summary.audited or summary.unreadable or contract.allow_empty or summary.read_error:
             return None
         if summary.records == 0:
             return Finding("empty", "no records: the file is empty")

@@ -299,7 +299,7 @@ def _audit_table(source: Any, table: Any, contract: Contract, hook: Any, summary
                     batch = batch.take(kept)
             for r, nbytes in over:
                 summary.records += 1
-                summary.audited += 1
+                summary.unreadable += 1
                 pending.append(Finding("line_length", too_big(nbytes, limit), line + r + 1))
                 unusable.append(Unusable(line + r + 1, None, None))
             for item in rows_of(batch, line, contract, tokens, lines) if batch is not None else ():

@@ -27,15 +27,8 @@ from typing import Any, Iterator, NamedTuple
 
 from ..base.findings import Finding, as_findings
 from ..model.contract import Contract
-from ..model.figures import (
-    DIFF_EDGES,
-    LENGTH_EDGES,
-    MASK,
-    OFFSET,
-    SAMPLE,
-    TAIL,
-    Figures,
-)
+from ..model.figures import SAMPLE, TAIL, Figures, diff_bins, length_bins, priorities
+from ..model.rules import count_tolerance, signed_difference
 from ..model.summary import FileSummary, SummaryView
 from ..sources.base import LfsPointer, ReadError
 from ..sources.jsonl import JSON_WS, _chunks, line_range
@@ -329,10 +322,9 @@ class _Columns:
                 return np.bincount(np.searchsorted(ends, at, side="right"), minlength=len(lens))
 
             ok = per_row(flat < 0) == 0 if len(flat) and flat.min() < 0 else np.ones(len(lens), bool)
-            diff = np.abs(lens - billed)
-            if how.count_check:
-                tol = np.maximum(float(contract.count_abs), contract.count_rel * billed.astype(np.float64))
-                ok &= diff <= tol
+            diff = np.abs(signed_difference(billed, lens))
+            if how.count_check:  # model.rules' count rule, element-wise
+                ok &= diff <= count_tolerance(contract, billed.astype(np.float64), np.maximum)
             if how.structure_check:
                 for token in contract.require_once_ids:
                     ok &= per_row(flat == token) == 1
@@ -422,15 +414,13 @@ WORST = 5
 
 def fold_figures(np: Any, fig: Figures, good: Any, line_of: Any, billed: Any, lens: Any,
                  absdiff: Any, record_ids: list[Any]) -> None:
-    """Figures.add for every clean row at once (the per-line path's exact twin)."""
+    """Figures.add for every clean row at once, through the array twins of its functions."""
     b, c, lines = billed[good], lens[good], line_of[good]
-    d = b - c
-    k = np.searchsorted(_edges(np, DIFF_EDGES), np.abs(d), side="right") - 1
-    _add(np, fig.diff, np.where(d >= 0, OFFSET + k, OFFSET - k))
-    _add(np, fig.length, np.searchsorted(_edges(np, LENGTH_EDGES), c, side="right") - 1)
-    u = np.uint64
-    h = (b.astype(u) * u(0x9E3779B1) + c.astype(u) * u(0x85EBCA77)) & u(MASK)  # priority()
-    take = np.flatnonzero(h < u(fig.cut))
+    d = signed_difference(b, c)
+    _add(np, fig.diff, diff_bins(np, d))
+    _add(np, fig.length, length_bins(np, c))
+    h = priorities(np, b, c)
+    take = np.flatnonzero(h < np.uint64(fig.cut))
     if len(take) > SAMPLE:  # the least SAMPLE (priority, line) of the chunk may enter
         take = take[np.lexsort((lines[take], h[take]))[:SAMPLE]]
     for j in take.tolist():
@@ -442,17 +432,6 @@ def fold_figures(np: Any, fig: Figures, good: Any, line_of: Any, billed: Any, le
         for j in top.tolist():
             g = int(good[j])
             fig.offer_tail([int(absdiff[g]), -int(lines[j]), record_ids[g], int(b[j]), int(c[j])])
-
-
-_EDGES: dict[int, Any] = {}
-
-
-def _edges(np: Any, edges: tuple[int, ...]) -> Any:
-    """The bin edges an int64 can reach, as an array (made once)."""
-    out = _EDGES.get(id(edges))
-    if out is None:
-        out = _EDGES[id(edges)] = np.array([e for e in edges if e <= I64_MAX], dtype=np.int64)
-    return out
 
 
 def _add(np: Any, counts: list[int], bins: Any) -> None:

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..base.findings import Finding
-from ..base.formats import location
+from ..base.formats import format_of, location
 from ..base.text import plural, printable, record_label
 from ..model.contract import Contract
 from ..model.summary import FileSummary
@@ -45,12 +45,17 @@ def verdict(summary: FileSummary, contract: Contract) -> str:
     # at most every outlier record: exact when one check's allowance is exceeded).
     exceeded = sum(n for check, n in summary.outliers.items() if summary.forgiven(check) is False)
     bad_records = summary.bad_records + min(exceeded, summary.outlier_records)
+    # Each unreadable line (row) is a bad record too, but not one of the audited: said apart.
+    unreadable = summary.unreadable
+    bad_audited = max(bad_records - unreadable, 0)
+    where = f" in shard {summary.shard + 1} of {summary.shards}" if summary.shard is not None else ""
     parts = []
-    if bad_records:
-        where = f" in shard {summary.shard + 1} of {summary.shards}" if summary.shard is not None else ""
+    if bad_audited:
         parts.append(
-            f"{bad_records:,} of {summary.audited:,} audited records{where} break the contract"
+            f"{bad_audited:,} of {summary.audited:,} audited records{where} break the contract"
         )
+    if unreadable:
+        parts.append(f"{plural(unreadable, 'unreadable ' + format_of(summary.path).unit)}{where}")
     parts += [f.message for f in file_level(summary)]
     return printable("; ".join(parts)) or "the file breaks the contract"
 

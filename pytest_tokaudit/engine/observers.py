@@ -8,6 +8,7 @@ from typing import Any, Protocol, Sequence
 import pytest
 
 from ..base.findings import Finding
+from ..model.rules import signed_difference
 
 
 class Meter(Protocol):
@@ -31,11 +32,18 @@ def entries(found: Sequence[Finding], batch: Sequence[Any], unusable: Sequence[A
     (an unusable record's billed count when it could be read; nothing counted)."""
     records = {r.line: r for r in batch}
     billed_of = {u.line: u.billed for u in unusable}
-    return [{"line": f.line, "id": f.record_id, "check": f.check, "message": f.message,
-             "billed": billed_of.get(f.line) if f.line not in records else records[f.line].count,
-             "counted": None if f.line not in records else records[f.line].n_ids,
-             "allowable": f.allowable}
-            for f in found if f.line is not None]
+    out = []
+    for f in found:
+        if f.line is None:
+            continue
+        record = records.get(f.line)
+        billed = billed_of.get(f.line) if record is None else record.count
+        counted = None if record is None else record.n_ids
+        out.append({"line": f.line, "id": f.record_id, "check": f.check, "message": f.message,
+                    "billed": billed, "counted": counted,
+                    "diff": None if record is None else signed_difference(billed, counted),
+                    "allowable": f.allowable})
+    return out
 
 
 class Recorder:

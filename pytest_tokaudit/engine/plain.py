@@ -49,7 +49,7 @@ class PlainPass:
         summary = self.summary
         summary.records += 1
         if isinstance(body, int):  # longer than the limit: read past, never held or parsed
-            summary.audited += 1
+            summary.unreadable += 1
             self.pending.append(Finding(
                 "line_length",
                 # No line number of its own: in a shard it would be the shard's, under the
@@ -64,16 +64,19 @@ class PlainPass:
             if parsed is SKIPPED:
                 summary.skipped += 1
                 return
-            summary.audited += 1
             if type(parsed) is Rejected:
                 self.pending += parsed.findings
                 if parsed.data is not None:  # an object: which required fields it lacks
+                    summary.audited += 1
                     summary.add_unchecked(parsed.missing, parsed.data)
+                else:  # not a JSON object: no record to audit
+                    summary.unreadable += 1
                 if parsed.count is not None:  # spend is spend, checkable or not
                     summary.billed_unusable += parsed.count
                     summary.unusable_billed += 1
                 self.unusable.append(Unusable(line, parsed.record_id, parsed.count, parsed.data))
             else:
+                summary.audited += 1
                 self.batch.append(parsed)
                 self.batch_ids += parsed.n_ids
         if len(self.batch) + len(self.unusable) >= BATCH_RECORDS or self.batch_ids >= BATCH_IDS:

@@ -28,6 +28,7 @@ from ..base.fields import (
 from ..base.formats import default_glob
 from ..base.urls import display_url, is_url
 from ..tokenizers.hf import load_tokenizer, resolve_tokens
+from .rules import mean_within
 
 # Bounds: counts travel as JSON through orjson (64-bit integers at most), and a bad-record
 # list longer than MAX_SHOWN helps nobody.
@@ -668,18 +669,16 @@ class Contract:
                 f"{', '.join(changed)} {'is a dataset-level key' if len(changed) == 1 else 'are dataset-level keys'}, "
                 "judged once over every file: set it in the ini file, not per folder")
 
-    def count_tolerance(self, billed: int) -> float:
-        return max(self.count_abs, self.count_rel * billed)
-
     def mean_breach(self, records: int, billed: int, absdiff: int) -> str | None:
         """Why `records` records' mean |diff| breaks the mean tolerance
-        (max(count_mean_abs, count_mean_rel * mean billed)), or None: off, or within."""
-        rel, most = self.count_mean_rel, self.count_mean_abs
-        if rel is None or not records or absdiff <= max(most * records, rel * billed):
+        (model.rules.mean_within), or None: off, or within."""
+        if mean_within(self, records, billed, absdiff):
             return None
+        rel, most = self.count_mean_rel, self.count_mean_abs
+        assert rel is not None  # mean_within: off is within
         mean = absdiff / records
         if not billed:  # nothing billed: no share to judge, only the tokens
-            return f"mean |diff| {mean:.2f} > {most:g} tokens (mean billed 0)" if most else None
+            return f"mean |diff| {mean:.2f} > {most:g} tokens (mean billed 0)"
         text = (f"mean |diff| {mean:.2f} / mean billed {billed / records:,.1f} = "
                 f"{absdiff / billed:.3%} > {rel:.3%}")
         return text + (f", and {mean:.2f} > {most:g} tokens" if most else "")
@@ -747,6 +746,21 @@ class Contract:
                 text = getattr(self, key.attr)
             out[key.name] = _safe(text)
         return out
+
+    def differences(self, base: Contract) -> dict[str, str]:
+        """The keys whose value differs from `base`'s, as to_json writes them: what a
+        folder's pytest_tokaudit_contract changed (kept in each file's summary)."""
+        if self is base:
+            return {}
+        theirs = base.to_json()
+        return {k: v for k, v in self.to_json().items() if theirs.get(k) != v}
+
+    def own_contract(self, differences: dict[str, str]) -> Contract:
+        """This (the run's) contract with a file's `differences` applied: the contract the
+        file was judged by, for the views (token names are not resolved)."""
+        if not differences:
+            return self
+        return Contract.from_json({**self.to_json(), **differences}, "pytest_tokaudit_contract")
 
     @classmethod
     def from_json(cls, texts: Any, origin: str = "report") -> Contract:

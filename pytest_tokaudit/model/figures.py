@@ -34,9 +34,17 @@ _right = bisect.bisect_right
 
 
 def diff_bin(d: int) -> int:
-    """The signed histogram's bin of billed - counted."""
-    k = bisect.bisect_right(DIFF_EDGES, d if d >= 0 else -d) - 1
+    """The signed histogram's bin of a signed difference (model.rules: billed - counted)."""
+    if -16 < d < 16:  # most records: a bin of its own
+        return OFFSET + d
+    k = _right(DIFF_EDGES, d if d >= 0 else -d) - 1
     return OFFSET + k if d >= 0 else OFFSET - k
+
+
+def diff_bins(np: Any, d: Any) -> Any:
+    """diff_bin over an int64 array of signed differences (the columnar pass's twin)."""
+    k = np.searchsorted(edges_array(np, DIFF_EDGES), np.abs(d), side="right") - 1
+    return np.where(d >= 0, OFFSET + k, OFFSET - k)
 
 
 def diff_range(i: int) -> tuple[int, int]:
@@ -48,7 +56,23 @@ def diff_range(i: int) -> tuple[int, int]:
 
 
 def length_bin(n: int) -> int:
-    return bisect.bisect_right(LENGTH_EDGES, n) - 1
+    return _right(LENGTH_EDGES, n) - 1
+
+
+def length_bins(np: Any, counted: Any) -> Any:
+    """length_bin over an int64 array of counted tokens."""
+    return np.searchsorted(edges_array(np, LENGTH_EDGES), counted, side="right") - 1
+
+
+_EDGES: dict[int, Any] = {}
+
+
+def edges_array(np: Any, edges: tuple[int, ...]) -> Any:
+    """The bin edges an int64 can reach, as an array (made once)."""
+    out = _EDGES.get(id(edges))
+    if out is None:
+        out = _EDGES[id(edges)] = np.array([e for e in edges if e < 2**63], dtype=np.int64)
+    return out
 
 
 def length_range(i: int) -> tuple[int, int]:
@@ -64,9 +88,15 @@ def priority(billed: int, counted: int) -> int:
     """A record's place in the sample: a multiplicative hash of its billed and counted
     tokens, not of its line, so a shard's sample and the whole file's agree (the least of
     the union of the shards' least is the file's least; ties go to the earlier line, an
-    order shards keep). engine/columnar.py has its numpy twin, tests hold them equal.
+    order shards keep). `priorities` is its numpy twin, tests hold them equal.
     Files share priorities: the page mixes in each file's path when it draws from many."""
     return (billed * 0x9E3779B1 + counted * 0x85EBCA77) & MASK
+
+
+def priorities(np: Any, billed: Any, counted: Any) -> Any:
+    """priority over int64 arrays (as uint64, wrapping as the mask does)."""
+    u = np.uint64
+    return (billed.astype(u) * u(0x9E3779B1) + counted.astype(u) * u(0x85EBCA77)) & u(MASK)
 
 
 def _sparse(counts: list[int]) -> list[list[int]]:
@@ -101,23 +131,22 @@ class Figures:
         return sum(self.diff)
 
     # -- accumulation ------------------------------------------------------------------
-    def add(self, line: int, record_id: Any, billed: int, counted: int) -> None:
-        """One checked record (FileSummary.add_counts; columnar.py folds in bulk). Inlined
-        diff_bin and priority: this runs once per record on the per-line path."""
-        d = billed - counted
-        if d >= 0:
-            self.diff[OFFSET + _right(DIFF_EDGES, d) - 1] += 1
-        else:
-            self.diff[OFFSET + 1 - _right(DIFF_EDGES, -d)] += 1
-        self.length[_right(LENGTH_EDGES, counted) - 1] += 1
-        h = (billed * 0x9E3779B1 + counted * 0x85EBCA77) & MASK  # priority(), inlined
+    def add(self, line: int, record_id: Any, billed: int, counted: int) -> int:
+        """One checked record (FileSummary.add_counts; columnar.py folds in bulk with the
+        array twins of the same functions); its |billed - counted|, for the caller's sums."""
+        d = billed - counted  # rules.signed_difference, written out: once per record
+        self.diff[diff_bin(d)] += 1
+        self.length[length_bin(counted)] += 1
+        h = (billed * 0x9E3779B1 + counted * 0x85EBCA77) & MASK  # priority(), written out
         if h < self.cut:
             self.offer([h, billed, counted, line, record_id])
-        if d:
-            tail = self.tail
-            a = d if d > 0 else -d
-            if len(tail) < TAIL or a > tail[0][0] or (a == tail[0][0] and -line > tail[0][1]):
-                self.offer_tail([a, -line, record_id, billed, counted])
+        if not d:
+            return 0
+        a = d if d > 0 else -d
+        tail = self.tail
+        if len(tail) < TAIL or a > tail[0][0] or (a == tail[0][0] and -line > tail[0][1]):
+            self.offer_tail([a, -line, record_id, billed, counted])
+        return a
 
     def offer(self, entry: list[Any]) -> None:
         """A sample entry; kept if among the `size` least (priority, line)."""

@@ -15,7 +15,9 @@ from typing import Any, Iterator, NoReturn, TypeGuard
 import orjson
 
 from .. import __version__
+from ..base.formats import location
 from .contract import MAX_SHOWN, Contract, ContractError
+from .rules import signed_difference
 from .summary import BUDGET, IDS, FileSummary
 
 # 2: record ids moved into channels.ids; 3: runs of ids and lines packed (pack_runs).
@@ -142,7 +144,8 @@ def file_entry(s: FileSummary) -> dict[str, Any]:
         rt_ratio_mean=s.rt_ratio_mean,
         records_with_findings=s.bad_records + s.outlier_records,
         worst_records=[
-            {"line": line, "id": rid, "billed": billed, "counted": counted, "diff": counted - billed}
+            {"line": line, "location": location(s.path, line), "id": rid, "billed": billed,
+             "counted": counted, "diff": signed_difference(billed, counted)}
             for _, line, rid, billed, counted in s.worst_records()
         ],
     )
@@ -167,6 +170,7 @@ def build(
             "files": len(files),
             "records": sum(s.records for s in files),
             "audited": sum(s.audited for s in files),
+            "unreadable": sum(s.unreadable for s in files),
             "billed": sum(s.billed for s in files),
             "counted": sum(s.counted for s in files),
             "findings": sum(s.findings for s in files),
@@ -200,7 +204,7 @@ class Report:
 
 
 _COUNTS = (
-    "lines", "blank", "records", "audited", "skipped", "checked", "billed", "counted",
+    "lines", "blank", "records", "audited", "skipped", "unreadable", "checked", "billed", "counted",
     "absdiff", "max_absdiff", "findings", "allowable", "bad_records", "outlier_records",
     "rt_checked", "rt_changed", "collected", "records_with_findings",
 )
@@ -315,6 +319,10 @@ def _file(v: _Checker, at: str, entry: Any, fmt_1: bool, keep_ids: bool = True
             _finding(v, f"{at}.{key}[{k}]", finding)
     if "worst_records" in entry:
         v.list(f"{at}.worst_records", entry["worst_records"])
+    own = entry.get("contract", {})
+    if not (isinstance(own, dict) and all(isinstance(k, str) and isinstance(t, str)
+                                          for k, t in own.items())):
+        v.fail(f"{at}.contract", "an object of the file's own tokaudit_* keys", own)
     channels = entry.get("channels", {})
     if type(channels) is not dict or not all(type(c) is list for c in channels.values()):
         v.fail(f"{at}.channels", "an object of lists (per-check channels)", channels)

@@ -14,16 +14,7 @@ import orjson
 from ..base.fields import closest_paths, paths_of
 from ..base.findings import Finding, HookError
 from ..base.text import printable
-from .figures import (
-    DIFF_EDGES,
-    LENGTH_EDGES,
-    MASK,
-    OFFSET,
-    TAIL,
-    Figures,
-    GroupFigures,
-    rt_bin,
-)
+from .figures import Figures, GroupFigures, rt_bin
 
 
 def merge_parts(parts: list[FileSummary],
@@ -66,9 +57,6 @@ UNIQUE_TEXT = "unique_text"  # per record: [digest of its ids, line, id, shard]
 BUILT_IN = frozenset({IDS, GROUPS, BUDGET, UNIQUE_TEXT})
 
 
-_right = bisect.bisect_right
-
-
 _BIG_INT = re.compile(rb"\d{20}")
 
 
@@ -99,6 +87,9 @@ class FileSummary:
     records: int = 0  # non-blank lines
     audited: int = 0  # records the `where` filter let through (valid or not)
     skipped: int = 0
+    # Non-blank lines (rows) that could not be read as a record at all: not JSON, not an
+    # object, over tokaudit_max_line_bytes. records = audited + skipped + unreadable.
+    unreadable: int = 0
     checked: int = 0  # audited records well-formed enough to check
     billed: int = 0
     # Records that could not be checked (ids unusable, say) but whose billed count is valid:
@@ -146,6 +137,10 @@ class FileSummary:
     # pytest_tokaudit_contract hook), dotted; "" when its records have no id. Every view
     # labels the file's ids with it. None: a report from before it was kept.
     id_field: str | None = None
+    # The keys of the file's own contract that differ from the run's (a folder's
+    # pytest_tokaudit_contract hook), as an ini file writes them: every view judges and
+    # shows the file by its own contract (own_contract).
+    contract: dict[str, str] = field(default_factory=dict)
     # Records that parsed as objects but could not be checked; per required field, how many
     # of them lacked it; and the paths of the first few such records. A field that every
     # object lacks is a typo or a wrong contract, said once for the file (absent_fields).
@@ -165,30 +160,12 @@ class FileSummary:
         self.checked += 1
         self.billed += billed
         self.counted += counted
-        # Figures.add, inlined: this runs once per record on the per-line path
-        fig = self.figures
-        d = billed - counted
-        if -16 < d < 16:  # most records: a bin of its own
-            fig.diff[OFFSET + d] += 1
-            diff = d if d >= 0 else -d
-        elif d > 0:
-            fig.diff[OFFSET - 1 + _right(DIFF_EDGES, d)] += 1
-            diff = d
-        else:
-            fig.diff[OFFSET + 1 - _right(DIFF_EDGES, -d)] += 1
-            diff = -d
-        fig.length[_right(LENGTH_EDGES, counted) - 1] += 1
-        h = (billed * 0x9E3779B1 + counted * 0x85EBCA77) & MASK  # figures.priority(), inlined
-        if h < fig.cut:
-            fig.offer([h, billed, counted, line, record_id])
+        diff = self.figures.add(line, record_id, billed, counted)  # |billed - counted|
         self.absdiff += diff
         if diff > self.max_absdiff:
             self.max_absdiff = diff
         if diff:
             self.rank(diff, line, record_id, billed, counted)
-            tail = fig.tail
-            if len(tail) < TAIL or diff > tail[0][0] or (diff == tail[0][0] and -line > tail[0][1]):
-                fig.offer_tail([diff, -line, record_id, billed, counted])
 
     def rank(self, diff: int, line: int, record_id: Any, billed: int, counted: int) -> None:
         """Offer a record with |diff| > 0 to the worst records (add_counts does)."""
@@ -349,7 +326,7 @@ class FileSummary:
     def merge(self, other: FileSummary) -> None:
         """Fold a later shard of the same file into this one (lines already absolute)."""
         for name in (
-            "lines", "blank", "records", "audited", "skipped", "checked", "billed",
+            "lines", "blank", "records", "audited", "skipped", "unreadable", "checked", "billed",
             "counted", "absdiff", "findings", "allowable", "bad_records", "outlier_records",
             "rt_checked", "rt_changed", "billed_unusable", "unusable_billed", "unchecked",
         ):
@@ -484,6 +461,8 @@ class SummaryView:
         def audited(self) -> int: ...
         @property
         def skipped(self) -> int: ...
+        @property
+        def unreadable(self) -> int: ...
         @property
         def checked(self) -> int: ...
         @property

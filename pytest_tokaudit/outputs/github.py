@@ -18,6 +18,7 @@ from typing import Any, Iterator
 
 import pytest
 
+from ..base.formats import has_lines, place
 from ..base.text import printable, record_label, workspace_path
 from ..engine.failure import entries
 from ..model.result import MARKER, RESULT
@@ -65,7 +66,7 @@ def workflow_commands(config: pytest.Config, files: list[FileSummary], outcomes:
     """Every workflow command of the run, file by file, then the failed dataset checks."""
     for s in files:
         path = repo_path(config, s.path)
-        parquet = s.path.endswith(".parquet")
+        rows = not has_lines(s.path)  # a binary file (Parquet, Arrow): no line to open
         listed, more = entries(s)
         at_records = [e for e in listed if e.line is not None]
         for e in at_records:
@@ -73,8 +74,9 @@ def workflow_commands(config: pytest.Config, files: list[FileSummary], outcomes:
             message = printable(f"{record_label(s.id_path(id_field), e.record_id)}{e.message}",
                                 breaks=True)
             line = e.line
-            if parquet:  # a binary file: the row goes in the message
-                message, line = f"row {line}: {message}", None
+            assert line is not None  # at_records
+            if rows:  # the row goes in the message, worded as every output words it
+                message, line = f"{place(s.path, line)}: {message}", None
             yield command(e.level, message, path, line, f"tokaudit {e.check}")
         if more:
             level = "error" if s.failing else "warning"
@@ -82,10 +84,10 @@ def workflow_commands(config: pytest.Config, files: list[FileSummary], outcomes:
                 level,
                 f"{more:,} more finding{'s' if more != 1 else ''} in this file not annotated "
                 f"(tokaudit_max_shown = {s.max_shown}; --tokaudit-failures=PATH lists every one)",
-                path, None if parquet else 1, "tokaudit",
+                path, None if rows else 1, "tokaudit",
             )
         for e in listed[len(at_records):]:  # file-level verdicts: at the file
-            yield command(e.level, printable(e.message, breaks=True), path, None if parquet else 1,
+            yield command(e.level, printable(e.message, breaks=True), path, None if rows else 1,
                           f"tokaudit {e.check}")
     for o in outcomes:
         if o.outcome != "failed":

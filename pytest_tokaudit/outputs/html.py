@@ -24,6 +24,7 @@ import pytest
 from .. import __version__
 from ..base import svg
 from ..base.atomic import check_writable, replacing
+from ..base.formats import location
 from ..base.text import record_label
 from ..model.contract import KEYS, Contract, money
 from ..model.figures import (
@@ -40,6 +41,13 @@ from ..model.figures import (
 from ..model.outcome import Outcome
 from ..model.report import METRICS, regressions
 from ..model.result import RESULT, RunResult
+from ..model.rules import (
+    count_tolerance,
+    count_within,
+    mean_tolerance,
+    mean_within,
+    signed_difference,
+)
 from ..model.summary import GROUPS, PROPERTY, FileSummary, label, totals
 
 POINTS = 1500  # scatter points on the page (the dataset's sample), plus OUTLIERS
@@ -53,6 +61,33 @@ TOLERANCE_KEYS = ("count_abs", "count_rel", "count_outliers", "count_outlier_max
 
 
 # -- the figures a page is drawn from -------------------------------------------------------
+class Own:
+    """Each file's own contract and id field, by path: a folder's pytest_tokaudit_contract
+    may change them, and the page judges and labels every record by its file's."""
+
+    def __init__(self, files: Iterable[FileSummary], contract: Contract):
+        self.base = contract
+        self.contracts: dict[str, Contract] = {}
+        self.ids: dict[str, tuple[str, ...]] = {}
+        made: dict[tuple[tuple[str, str], ...], Contract] = {}
+        for s in files:
+            key = tuple(sorted(s.contract.items()))
+            if key not in made:
+                try:
+                    made[key] = contract.own_contract(s.contract)
+                except ValueError:  # a report's bad key: the run's contract, as before
+                    made[key] = contract
+            self.contracts[s.path] = made[key]
+            self.ids[s.path] = s.id_path(contract.id_field)
+
+    def contract(self, path: str) -> Contract:
+        return self.contracts.get(path, self.base)
+
+    def label(self, path: str, rid: Any) -> str:
+        """`custom_id='x'`: the id as the file's own contract names it ("" without one)."""
+        return record_label(self.ids.get(path, self.base.id_field), rid).removesuffix(": ")
+
+
 def combined(parts: Iterable[tuple[str, Figures]]) -> tuple[Figures, list[list[Any]]]:
     """The figures of many files added up, and their samples' least POINTS with paths."""
     total = Figures(0)
@@ -78,6 +113,14 @@ def worst(files: Sequence[FileSummary], n: int = OUTLIERS) -> list[list[Any]]:
     return [e[:5] for e in heapq.nsmallest(n, pool, key=lambda e: (-e[5], e[0], e[1]))]
 
 
+def worst_rows(outliers: list[list[Any]], own: Own) -> list[list[Any]]:
+    """The worst table's rows: [path, line, id, billed, counted, billed - counted, place,
+    id label], each worded as every output words it."""
+    return [[path, line, rid, billed, counted, signed_difference(billed, counted),
+             location(path, line), own.label(path, rid)]
+            for path, line, rid, billed, counted in outliers]
+
+
 def diff_bins(fig: Figures, tolerance: float, other: Figures | None = None
               ) -> tuple[list[tuple[str, int]], tuple[int, int], list[int], int]:
     """The signed histogram cut to its non-empty range (and the band's), with the band's
@@ -99,7 +142,7 @@ def diff_bins(fig: Figures, tolerance: float, other: Figures | None = None
 
 def diff_chart(fig: Figures, contract: Contract, mean_billed: float, title: str,
                other: Figures | None = None, other_label: str = "", width: int = 420) -> str:
-    tol = max(contract.count_abs, contract.count_rel * mean_billed)
+    tol = count_tolerance(contract, mean_billed)
     bins, band, overlay, _ = diff_bins(fig, tol, other)
     rel = f"{contract.count_rel:.2%}".replace(".00%", "%")
     return svg.histogram(
@@ -133,28 +176,31 @@ def rt_chart(fig: Figures, limit: float | None, title: str, width: int = 420) ->
                          width=width)
 
 
-def scatter_chart(points: list[list[Any]], outliers: list[list[Any]], contract: Contract,
+def scatter_chart(points: list[list[Any]], outliers: list[list[Any]], own: Own,
                   title: str, groups: dict[str, str] | None = None, width: int = 420) -> str:
     """points: [priority, billed, counted, line, id, path(, group)]; outliers: worst(), of
-    which those outside the count tolerance are drawn (in red, on top)."""
-    outside = [o for o in outliers if abs(o[3] - o[4]) > contract.count_tolerance(o[3])]
+    which those outside their file's count tolerance are drawn (in red, on top)."""
+    outside = [o for o in outliers if not count_within(own.contract(o[0]), o[3], o[4])]
     keys = {(o[0], o[1]) for o in outside}
     out = []
     for p in points:
         if (p[5], p[3]) in keys:
             continue
         color = groups.get(p[6], svg.GREY) if groups and len(p) > 6 else svg.GOOD
-        out.append((p[1], p[2], color, _tip(p[5], p[3], p[4], p[1], p[2], contract)))
+        out.append((p[1], p[2], color, _tip(p[5], p[3], p[4], p[1], p[2], own)))
     for path, line, rid, billed, counted in outside:
-        out.append((billed, counted, svg.BAD, _tip(path, line, rid, billed, counted, contract)))
+        out.append((billed, counted, svg.BAD, _tip(path, line, rid, billed, counted, own)))
     legend = [*(groups or {}).items(), ("outside the count tolerance", svg.BAD)]
-    return svg.scatter(out, title, tolerance=contract.count_tolerance, xlabel="billed tokens",
-                       ylabel="counted tokens", legend=legend, width=width)
+    base = own.base
+    return svg.scatter(out, title, tolerance=lambda b: count_tolerance(base, b),
+                       xlabel="billed tokens", ylabel="counted tokens", legend=legend, width=width)
 
 
-def _tip(path: str, line: int, rid: Any, billed: int, counted: int, contract: Contract) -> str:
-    return (f"{path}:{line} {record_label(contract.id_field, rid)}billed {billed:,}, "
-            f"counted {counted:,} ({billed - counted:+,})")
+def _tip(path: str, line: int, rid: Any, billed: int, counted: int, own: Own) -> str:
+    """A record's tooltip: its place, id, counts and billed - counted, as the terminal says."""
+    label = own.label(path, rid)
+    return (f"{location(path, line)}: {label + ': ' if label else ''}billed {billed:,}, "
+            f"counted {counted:,} (billed - counted {signed_difference(billed, counted):+,})")
 
 
 def finish_chart(rows: list[tuple[str, dict[str, int]]], title: str, width: int = 420) -> str:
@@ -176,8 +222,10 @@ def item_plots(summary: FileSummary, contract: Contract) -> str:
              length_chart(fig, "response length (counted tokens)")]
     points = [[*e, summary.path] for e in fig.sample]
     tail = [[summary.path, -e[1], e[2], e[3], e[4]] for e in reversed(fig.tail)]
-    parts.append(scatter_chart(points, tail, contract, "billed vs counted (a sample, and the "
-                                                      "largest |diff|)"))
+    own = Own([], contract)  # the item's contract is its file's own
+    own.ids[summary.path] = summary.id_path(contract.id_field)
+    parts.append(scatter_chart(points, tail, own, "billed vs counted (a sample, and the "
+                                                  "largest |diff|)"))
     if summary.rt_checked:
         parts.append(rt_chart(fig, contract.roundtrip_rel, "round trip: tokens changed"))
     if fig.finish:
@@ -208,18 +256,21 @@ def contract_rows(contract: Contract) -> list[list[str]]:
     return rows
 
 
-def findings(files: Sequence[FileSummary], id_field: tuple[str, ...]) -> tuple[list[Any], int]:
-    """[path, line, id, check, message, level] of each file's listed findings, failing files
-    first, at most FINDINGS; and how many findings the run had that are not listed."""
+def findings(files: Sequence[FileSummary], own: Own) -> tuple[list[Any], int]:
+    """[path, line, id, check, message, level, place, id label] of each file's listed
+    findings, failing files first, at most FINDINGS; and how many findings the run had
+    that are not listed."""
     rows: list[Any] = []
     for s in sorted(files, key=lambda s: (not s.failed, s.path)):
         for f in s.file_findings:
-            rows.append([s.path, None, None, f.check, f.message, "file"])
+            rows.append([s.path, None, None, f.check, f.message, "file", s.path, ""])
         for f in s.shown:
-            rows.append([s.path, f.line, f.record_id, f.check, f.message, "error"])
+            rows.append([s.path, f.line, f.record_id, f.check, f.message, "error",
+                         _where(s.path, f.line), own.label(s.path, f.record_id)])
         for f in s.shown_allowable:
             level = "allowed outlier" if s.forgiven(f.check) else "error"
-            rows.append([s.path, f.line, f.record_id, f.check, f.message, level])
+            rows.append([s.path, f.line, f.record_id, f.check, f.message, level,
+                         _where(s.path, f.line), own.label(s.path, f.record_id)])
     total = sum(s.findings for s in files)
     return rows[:FINDINGS], total - min(len(rows), FINDINGS)
 
@@ -232,7 +283,32 @@ def focus(files: Sequence[FileSummary]) -> list[FileSummary]:
 
 FILE_COLUMNS = ["path", "records", "audited", "checked", "failed", "findings", "billed",
                 "counted", "absdiff", "max_absdiff", "mean_ratio", "rt_checked", "rt_mean",
-                "complete", "cached"]
+                "complete", "cached", "unreadable", "skipped"]
+
+
+def _where(path: str, line: int | None) -> str:
+    return path if line is None else location(path, line)
+
+
+def folder_contracts(files: Sequence[FileSummary]) -> list[list[str]]:
+    """[folder, key, value] of each contract of its own (a folder's pytest_tokaudit_contract):
+    the files that share one, under the folder they have in common."""
+    by_own: dict[tuple[tuple[str, str], ...], list[str]] = {}
+    for s in files:
+        if s.contract:
+            by_own.setdefault(tuple(sorted(s.contract.items())), []).append(s.path)
+    rows = []
+    for own, paths in by_own.items():
+        parts = [p.split("/")[:-1] for p in paths]
+        common = parts[0]
+        for other in parts[1:]:
+            n = 0
+            while n < min(len(common), len(other)) and common[n] == other[n]:
+                n += 1
+            common = common[:n]
+        folder = "/".join(common) + "/" if common else (paths[0] if len(paths) == 1 else "./")
+        rows += [[folder, key, value] for key, value in own]
+    return sorted(rows)
 
 
 def build(files: list[FileSummary], outcomes: Sequence[Outcome], contract: Contract,
@@ -246,6 +322,7 @@ def build(files: list[FileSummary], outcomes: Sequence[Outcome], contract: Contr
     mean_billed = billed / checked if checked else 0.0
     total, points = combined((s.path, s.figures) for s in files)
     outliers = worst(files)
+    own = Own(files, contract)
     base_total = None
     if baseline:
         base_total, _ = combined((p, s.figures) for p, s in baseline.items())
@@ -276,7 +353,7 @@ def build(files: list[FileSummary], outcomes: Sequence[Outcome], contract: Contr
             scatter_points += [[*p, names[key]] for p in per_group[key][1][:share]]
         plots.append(("scatter", "A systematic offset or slope (points off the diagonal, by "
                       "group), or a few outliers (red)?",
-                      scatter_chart(scatter_points, outliers, contract,
+                      scatter_chart(scatter_points, outliers, own,
                                     "billed vs counted, a sample by group and the largest |diff|",
                                     colors)))
         biggest = sorted(group_figs, key=lambda k: (-per_group[k][0].records, k))[:GROUP_PLOTS]
@@ -292,13 +369,14 @@ def build(files: list[FileSummary], outcomes: Sequence[Outcome], contract: Contr
     else:
         plots.append(("scatter", "A systematic offset or slope (points off the diagonal), or "
                       "a few outliers (red)?",
-                      scatter_chart(points, outliers, contract,
+                      scatter_chart(points, outliers, own,
                                     f"billed vs counted, a sample of {len(points):,} and the "
                                     "largest |diff|")))
-    bars = _mean_bars(files, contract, group_totals, names)
+    bars = _mean_bars(files, own, group_totals, names)
     if bars:
         plots.append(("mean", "Are the misses a tail of a few records or a whole file (or "
-                      "group) drifting? The red line is the file-mean tolerance.", bars))
+                      "group) drifting? Each bar's mark is its own mean tolerance; red: the "
+                      "mean check fails.", bars))
     spend = _spend(files, contract, group_totals, names, outcomes)
     if spend:
         plots.append(("spend", "How close is the spend to the budget?", spend))
@@ -322,11 +400,11 @@ def build(files: list[FileSummary], outcomes: Sequence[Outcome], contract: Contr
             plots.append(("baseline", f"Which files got worse than the baseline "
                           f"{baseline_name}?", chart))
     plots += by_group
-    focus_plots = [(s.path, s.failed, diff_chart(s.figures, contract, s.mean_billed,
+    focus_plots = [(s.path, s.failed, diff_chart(s.figures, own.contract(s.path), s.mean_billed,
                                                  f"{s.figures.records:,} records", width=360))
                    for s in focus(files)]
 
-    rows, unlisted = findings(files, contract.id_field)
+    rows, unlisted = findings(files, own)
     base_rows = []
     if baseline:
         for s in files:
@@ -341,21 +419,25 @@ def build(files: list[FileSummary], outcomes: Sequence[Outcome], contract: Contr
         "tool": "pytest-tokaudit", "version": __version__, "verdict": kind, "exitstatus": exitstatus,
         "partial": partial,
         "contract": contract_rows(contract),
+        "folders": folder_contracts(files),
         "dataset": [o.to_json() for o in outcomes],
         "totals": {"files": len(files), "failed": sum(s.failed for s in files),
                    "records": sum(s.records for s in files),
                    "audited": sum(s.audited for s in files), "checked": checked,
+                   "skipped": sum(s.skipped for s in files),
+                   "unreadable": sum(s.unreadable for s in files),
                    "billed": sum(s.billed_total for s in files),
                    "counted": sum(s.counted for s in files),
                    "findings": sum(s.findings for s in files), "unlisted_findings": unlisted},
         "columns": FILE_COLUMNS,
         "files": [[s.path, s.records, s.audited, s.checked, s.failed, s.findings, s.billed_total,
                    s.counted, s.absdiff, s.max_absdiff, round(s.mean_ratio, 6), s.rt_checked,
-                   round(s.rt_ratio_mean, 6), s.complete, s.cached] for s in files],
+                   round(s.rt_ratio_mean, 6), s.complete, s.cached, s.unreadable, s.skipped]
+                  for s in files],
         "histograms": {"all": total.to_json(),
                        "groups": [[list(k), per_group[k][0].to_json()] for k in sorted(per_group)]},
         "sample": [[p[5], p[3], p[4], p[1], p[2]] for p in points],
-        "worst": outliers,
+        "worst": worst_rows(outliers, own),
         "findings": rows,
         "baseline": {"name": baseline_name, "changes": changes or {},
                      "columns": ["path"] + [f"{name} {when}" for name, *_ in METRICS
@@ -367,27 +449,44 @@ def build(files: list[FileSummary], outcomes: Sequence[Outcome], contract: Contr
     return _page(data, plots, focus_plots, words, kind, contract, outcomes, title)
 
 
-def _mean_bars(files: Sequence[FileSummary], contract: Contract, groups: dict[Any, list[int]],
+def _mean_bars(files: Sequence[FileSummary], own: Own, groups: dict[Any, list[int]],
                names: dict[Any, str]) -> str:
-    rows = []
+    """mean |diff| / mean billed by group and file, each bar coloured by the mean check's
+    own verdict (model.rules.mean_within, under the file's own contract) and marked at its
+    own tolerance, max(tokaudit_count_mean_abs, tokaudit_count_mean_rel x mean billed)."""
+    contract = own.base
+    rows, marks = [], []
+
+    def mark(c: Contract, mean_billed: float) -> float | None:
+        tol = mean_tolerance(c, mean_billed)
+        return None if tol is None or not mean_billed else tol / mean_billed
+
     for key, (n, billed, _, absdiff) in sorted(groups.items()):
         ratio = absdiff / billed if billed else 0.0
-        limit = contract.count_mean_rel
-        color = svg.BAD if limit is not None and ratio > limit else svg.PALETTE[1]
+        ok = mean_within(contract, n, billed, absdiff)
         name = label(contract.group_by, key)
-        rows.append((f"[{name}]", ratio, color, f"{name}: mean |diff| {ratio:.3%} over {n:,} records"))
+        rows.append((f"[{name}]", ratio, svg.GOOD if ok else svg.BAD,
+                     f"{name}: mean |diff| {ratio:.3%} over {n:,} records"
+                     f"{'' if ok else ', over its mean tolerance'}"))
+        marks.append(mark(contract, billed / n if n else 0.0))
     ranked = sorted((s for s in files if s.checked), key=lambda s: (-s.mean_ratio, s.path))
     for s in ranked[:BARS]:
-        color = svg.BAD if s.failed else svg.GOOD
-        rows.append((s.path, s.mean_ratio, color,
+        mine = own.contract(s.path)
+        ok = mean_within(mine, s.checked, s.billed, s.absdiff)
+        tol = mark(mine, s.mean_billed)
+        limit = f"; its mean tolerance {tol:.3%}" if tol is not None else "; no mean check"
+        rows.append((s.path, s.mean_ratio, svg.GOOD if ok else svg.BAD,
                      f"{s.path}: mean |diff| {s.mean_ratio:.3%} ({s.checked:,} records, "
-                     f"max |diff| {s.max_absdiff:,}){' FAILED' if s.failed else ''}"))
+                     f"max |diff| {s.max_absdiff:,}){limit}: mean check "
+                     f"{'passes' if ok else 'FAILS'}"
+                     + (" (the file fails for another reason)" if ok and s.failed else "")))
+        marks.append(tol)
     if not rows:
         return ""
-    limit = contract.count_mean_rel
     more = f" (the {BARS} largest of {len(ranked):,} files)" if len(ranked) > BARS else ""
-    return svg.hbars(rows, "mean |diff| / mean billed, by group and file" + more, line=limit,
-                     line_label=f"tokaudit_count_mean_rel {limit:.2%}" if limit is not None else "")
+    return svg.hbars(rows, "mean |diff| / mean billed, by group and file" + more, marks=marks,
+                     marks_label="each bar's mean tolerance: max(tokaudit_count_mean_abs, "
+                                 "tokaudit_count_mean_rel x mean billed) / mean billed")
 
 
 def _spend(files: Sequence[FileSummary], contract: Contract, groups: dict[Any, list[int]],
@@ -444,9 +543,10 @@ header h1{margin:0;font-size:22px}header p{margin:4px 0 0}
 main{padding:8px 20px 40px}
 section{background:#fff;border:1px solid #ddd;border-radius:6px;margin:14px 0;padding:10px 14px}
 h2{font-size:17px;margin:4px 0 10px}
-.grid{display:flex;flex-wrap:wrap;gap:12px}
-figure{margin:0;border:1px solid #eee;padding:6px;max-width:440px}
-figcaption{font-size:12px;color:#555;max-width:420px;margin-bottom:4px}
+.grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(400px,1fr));gap:12px}
+figure{margin:0;border:1px solid #eee;padding:6px;min-width:0}
+figure svg{width:100%;height:auto;display:block}
+figcaption{font-size:12px;color:#555;margin-bottom:4px;overflow-wrap:anywhere}
 table{border-collapse:collapse;font-size:12px;width:100%}
 th,td{border-bottom:1px solid #eee;padding:3px 6px;text-align:left;vertical-align:top}
 th{background:#f3f3f3;cursor:pointer;user-select:none}
@@ -543,6 +643,8 @@ SCRIPT = r"""
     col("max |diff|", C.max_absdiff, true, num), col("findings", C.findings, true, num),
     { name: "verdict", get: function (r) { return r[C.failed] ? "failed" : (r[C.complete] ? "passed" : "not audited to the end"); } }
   ];
+  if (D.files.some(function (r) { return r[C.unreadable]; }))
+    fileCols.splice(3, 0, col("unreadable", C.unreadable, true, num));
   if (D.files.some(function (r) { return r[C.rt_checked]; }))
     fileCols.push({ name: "mean round trip %", num: true, get: function (r) { return r[C.rt_mean]; }, fmt: pct });
   if (D.files.some(function (r) { return r[C.cached]; }))
@@ -563,13 +665,13 @@ SCRIPT = r"""
     col("findings", 6, true, num)
   ], Object.keys(folders).sort().map(function (k) { return folders[k]; }),
   { what: "folder", size: 20, cls: function (r) { return r[2] ? "bad" : ""; } });
-  function where(r) { return r[1] === null ? r[0] : r[0] + ":" + r[1]; }
+  // places, id labels and billed - counted come worded from the data (one wording, every output)
   table(document.getElementById("worst-table"), [
-    { name: "record", get: where }, col("id", 2), col("billed", 3, true, num), col("counted", 4, true, num),
-    { name: "billed - counted", num: true, get: function (r) { return r[3] - r[4]; }, fmt: function (v) { return (v > 0 ? "+" : "") + num(v); } }
+    col("record", 6), col("id", 7), col("billed", 3, true, num), col("counted", 4, true, num),
+    { name: "billed - counted", num: true, get: function (r) { return r[5]; }, fmt: function (v) { return (v > 0 ? "+" : "") + num(v); } }
   ], D.worst, { what: "path, id", size: 25 });
   table(document.getElementById("findings-table"), [
-    { name: "where", get: where }, col("id", 2), col("check", 3), col("message", 4), col("level", 5)
+    col("where", 6), col("id", 7), col("check", 3), col("message", 4), col("level", 5)
   ], D.findings, { what: "path, id, check, message", size: 50,
     only: ["errors only", function (r) { return r[5] !== "allowed outlier"; }],
     cls: function (r) { return r[5] === "allowed outlier" ? "warn" : "bad"; } });
@@ -615,7 +717,10 @@ def _page(data: dict[str, Any], plots: list[tuple[str, str, str]],
            f"<style>{CSS}</style></head><body>",
            f'<header class="{kind}" id="verdict"><h1>tokaudit: {e(words)}</h1>'
            f"<p>{e(head)}</p></header><main>"]
-    stats = [("files", t["files"]), ("failing files", t["failed"]), ("records audited", t["audited"]),
+    stats = [("files", t["files"]), ("failing files", t["failed"]), ("records", t["records"]),
+             ("records audited", t["audited"]),
+             *([("skipped (tokaudit_where)", t["skipped"])] if t["skipped"] else []),
+             *([("unreadable", t["unreadable"])] if t["unreadable"] else []),
              ("records checked", t["checked"]), ("findings", t["findings"]),
              ("billed tokens", t["billed"]), ("counted tokens", t["counted"])]
     out.append('<section><div class="stats">' + "".join(
@@ -666,7 +771,16 @@ def _page(data: dict[str, Any], plots: list[tuple[str, str, str]],
                "</thead><tbody>")
     for key, value, origin, kind_ in data["contract"]:
         out.append(f"<tr><td>{e(key)}</td><td>{e(value)}</td><td>{e(origin)}</td><td>{e(kind_)}</td></tr>")
-    out.append("</tbody></table></section></main>")
+    out.append("</tbody></table>")
+    if data["folders"]:
+        out.append('<h2 id="folder-contracts">Folders with a contract of their own</h2><p>What '
+                   "a folder's pytest_tokaudit_contract hook changed: its files are judged and "
+                   "their ids named by these values.</p><table><thead><tr><th>folder</th>"
+                   "<th>key</th><th>value</th></tr></thead><tbody>")
+        for folder, key, value in data["folders"]:
+            out.append(f"<tr><td>{e(folder)}</td><td>{e(key)}</td><td>{e(value)}</td></tr>")
+        out.append("</tbody></table>")
+    out.append("</section></main>")
     out.append(f"<footer>pytest-tokaudit {e(__version__)}. Plots from bounded histograms and "
                f"samples kept per file; the numbers are in the JSON below.</footer>")
     out.append(f'<script type="application/json" id="tokaudit-data">{_blob(data)}</script>')
@@ -761,7 +875,7 @@ class PytestHtmlExtras:
         mean = sum(s.billed for s in files) / checked if checked else 0.0
         charts = [diff_chart(total, result.contract, mean,
                              f"tokaudit: billed - counted over {total.records:,} records"),
-                  scatter_chart(points, worst(files), result.contract,
+                  scatter_chart(points, worst(files), Own(files, result.contract),
                                 "tokaudit: billed vs counted (a sample, and the largest |diff|)")]
         spend = _spend(files, result.contract, {}, {}, result.outcomes)
         if spend:

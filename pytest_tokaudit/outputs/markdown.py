@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 import pytest
 
+from ..base.formats import place
 from ..base.text import printable, record_label, workspace_path
 from ..engine.failure import entries
 from ..model.contract import money
@@ -61,8 +62,11 @@ def build(files: list[FileSummary], outcomes: list[Any], id_field: tuple[str, ..
     records = sum(s.audited for s in files)
     findings = sum(s.findings for s in files)
     billed = sum(s.billed_total for s in files)
+    unreadable = sum(s.unreadable for s in files)
     line = (f"{len(files):,} data file{'s' if len(files) != 1 else ''}, "
-            f"{records:,} records audited, {len(bad):,} failing, {findings:,} findings; "
+            f"{records:,} records audited"
+            + (f" ({unreadable:,} unreadable not among them)" if unreadable else "")
+            + f", {len(bad):,} failing, {findings:,} findings; "
             f"billed {billed:,} tokens")
     if price is not None:
         line += f" = {money(billed)}"
@@ -86,9 +90,7 @@ def build(files: list[FileSummary], outcomes: list[Any], id_field: tuple[str, ..
             listed.sort(key=lambda e: e.line is not None)  # the file's verdicts first
             out += ["", f"#### {code(shown(s.path))}", ""]
             for e in listed[:SHOWN]:
-                where = "" if e.line is None else (
-                    f"row {e.line}" if s.path.endswith(".parquet") else f"line {e.line}")
-                where = f"{where}: " if where else ""
+                where = "" if e.line is None else f"{place(s.path, e.line)}: "
                 note = " (allowed outlier)" if e.level == "warning" else ""
                 out.append(f"- {where}{cell(record_label(s.id_path(id_field), e.record_id))}"
                            f"**{cell(e.check)}**: {cell(e.message)}{note}")
@@ -107,13 +109,16 @@ def build(files: list[FileSummary], outcomes: list[Any], id_field: tuple[str, ..
 
 
 def table(files: list[FileSummary], shown: Callable[[str], str] = str) -> list[str]:
-    out = ["| file | records | audited | mean billed | mean counted | mean \\|diff\\| "
-           "| max \\|diff\\| | findings |",
-           "|---|--:|--:|--:|--:|--:|--:|--:|"]
+    # records = audited + skipped + unreadable: the column is there when a file has some
+    unreadable = any(s.unreadable for s in files)
+    out = ["| file | records | audited | " + ("unreadable | " if unreadable else "")
+           + "mean billed | mean counted | mean \\|diff\\| | max \\|diff\\| | findings |",
+           "|---|--:|--:|" + ("--:|" if unreadable else "") + "--:|--:|--:|--:|--:|"]
     for s in files:
         status = "" if s.complete else " (not audited to the end)"
         out.append(
-            f"| {code(shown(s.path))}{status} | {s.records:,} | {s.audited:,} | {s.mean_billed:,.1f} "
+            f"| {code(shown(s.path))}{status} | {s.records:,} | {s.audited:,} | "
+            + (f"{s.unreadable:,} | " if unreadable else "") + f"{s.mean_billed:,.1f} "
             f"| {s.mean_counted:,.1f} | {s.mean_absdiff:.2f} ({s.mean_ratio:.2%}) "
             f"| {s.max_absdiff:,} | {s.findings:,} |"
         )

@@ -166,6 +166,12 @@ class RunMeter:
         self.began = self.clock()
         self.due = self.began + self.every
 
+    def begin(self) -> None:
+        """The audit starts now: what came before (an engine's start, a Ray cluster's
+        seconds) is no part of the rate nor of the ETA."""
+        self.began = self.clock()
+        self.due = self.began + self.every
+
     def start(self, nodeid: str, label: str, start: int) -> None:
         self.current = (nodeid, label, start, 0, 0)
 
@@ -262,6 +268,11 @@ class RunProgress:
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self.plan(item.nodeid for item in session.items)  # none on the xdist controller
+
+    def pytest_runtestloop(self, session: pytest.Session) -> None:
+        """After the engine's start (a tryfirst runtestloop: --tokaudit-engine=ray starts
+        its cluster there), before the items run: the clock starts again."""
+        self.meter.begin()
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:

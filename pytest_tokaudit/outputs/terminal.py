@@ -11,6 +11,7 @@ from ..base.text import columns, printable
 from ..engine.failure import finding_line
 from ..model.contract import Contract, money
 from ..model.result import RESULT, RunResult
+from ..model.rules import count_within, signed_difference
 from ..model.summary import GROUPS, WORST, FileSummary, label, totals
 
 
@@ -132,17 +133,19 @@ def summary_table(
     """One row per file: the audit people read every run. Failing files in red."""
     listed, hidden = bounded(summaries, limit)
     with_rt = any(s.rt_checked for s in summaries)
-    header = ["file", "records", "audited", "skipped", "mean billed", "mean counted",
-              "mean |diff|", "max |diff|", "findings"]
+    # records = audited + skipped + unreadable: the column is there when a file has some
+    with_unreadable = any(s.unreadable for s in summaries)
+    header = ["file", "records", "audited", "skipped", *(["unreadable"] if with_unreadable else []),
+              "mean billed", "mean counted", "mean |diff|", "max |diff|", "findings"]
     if with_rt:
         header += ["rt changed", "rt mean", "rt max"]
-    rows = [_row(s, with_rt) for s in listed]
+    rows = [_row(s, with_rt, with_unreadable) for s in listed]
     marks = [RED if s.failed else PLAIN for s in listed]
     if len(summaries) > 1:
         total = FileSummary(path=f"all {len(summaries)} files")
         for s in summaries:
             total.merge(s)
-        rows.append(_row(total, with_rt))
+        rows.append(_row(total, with_rt, with_unreadable))
         marks.append({"bold": True})
     if any(s.cached for s in summaries):  # reused from the cache (tokaudit_cache_dir)
         header.append("cached")
@@ -159,9 +162,10 @@ def summary_table(
     return out
 
 
-def _row(s: FileSummary, with_rt: bool) -> list[str]:
+def _row(s: FileSummary, with_rt: bool, with_unreadable: bool = False) -> list[str]:
     row = [
         printable(s.path), f"{s.records:,}", f"{s.audited:,}", f"{s.skipped:,}",
+        *([f"{s.unreadable:,}"] if with_unreadable else []),
         f"{s.mean_billed:,.1f}", f"{s.mean_counted:,.1f}",
         f"{s.mean_absdiff:.2f} ({s.mean_ratio:.2%})", f"{s.max_absdiff:,}", f"{s.findings:,}",
     ]
@@ -195,7 +199,7 @@ def _outside(s: FileSummary, contract: Contract) -> Any:
     def test(line: int, billed: int, counted: int) -> bool:
         if line in lines:
             return True
-        return not complete and abs(counted - billed) > contract.count_tolerance(billed)
+        return not complete and not count_within(contract, billed, counted)
 
     return test
 
@@ -221,12 +225,12 @@ def worst_table(summaries: list[FileSummary], contract: Contract,
     if not found:
         return []
     rows = [[printable(location(path, line)), "" if rid is None else repr(rid),
-             f"{billed:,}", f"{counted:,}", f"{counted - billed:+,}"]
+             f"{billed:,}", f"{counted:,}", f"{signed_difference(billed, counted):+,}"]
             for diff, path, line, rid, billed, counted in found]
     # Each file's own id field (a folder's contract may name another): one name if they agree.
     names = {".".join(s.id_path(contract.id_field)) for s in summaries}
     id_name = (names.pop() if len(names) == 1 else "") or "id"
-    header = ["record", id_name, "billed", "counted", "diff"]
+    header = ["record", id_name, "billed", "counted", "billed - counted"]
     _fit_first(header, rows, width)
     table = columns(header, rows, right={2, 3, 4})
     marks = [RED] * len(outside) + [PLAIN] * (len(found) - len(outside))

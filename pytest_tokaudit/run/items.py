@@ -371,7 +371,8 @@ class AuditItem(TokauditItem):
         """The empty summary its pass fills."""
         contract = self.contract
         summary = FileSummary(path=self.display, max_shown=contract.max_shown,
-                              id_field=".".join(contract.id_field))
+                              id_field=".".join(contract.id_field),
+                              contract=contract.differences(self.config.stash[CONTRACT]))
         if self.shard:
             summary.shard, summary.shards = self.shard
             summary.start = self.byte_range[0]

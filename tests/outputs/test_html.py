@@ -67,7 +67,8 @@ def test_the_page_holds_the_numbers_of_the_summaries(project: TokProject):
     assert sum(n for _, n in hist["diff"]) == sum(n for _, n in hist["length"]) == checked
     assert data["totals"]["checked"] == checked == 299 + 1 + 199
     # the record billed 400 for 20 ids is the worst, with its file and line
-    assert data["worst"][0] == ["data/a.jsonl", 300, 9999, 400, 20]
+    assert data["worst"][0] == ["data/a.jsonl", 300, 9999, 400, 20, 380, "data/a.jsonl:300",
+                                "sample_id=9999"]
     assert report["files"][0]["worst_records"][0]["line"] == 300
     # bins: the sum of (billed - counted) lies within the bins' bounds
     total_diff = sum(f["billed"] - f["counted"] for f in report["files"])
@@ -221,7 +222,8 @@ def test_hostile_ids_paths_and_text_never_run(browser, pytester: pytest.Pytester
     try:
         assert visit.errors == [] and visit.requests == [] and visit.dialogs == []
         assert visit.page.evaluate("window.pwned") is None
-        assert HOSTILE_ID in visit.page.locator("#worst-table").inner_text()
+        # the id as every output names it: its field and repr
+        assert f"sample_id={HOSTILE_ID!r}" in visit.page.locator("#worst-table").inner_text()
         assert HOSTILE_DIR in visit.page.locator("#files-table").inner_text()
         assert all(n > 0 for n in visit.marks())
         visit.shot(tmp_path / "tokaudit-hostile.png")

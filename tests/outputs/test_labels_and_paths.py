@@ -57,14 +57,14 @@ def test_the_worst_records_table_names_the_id_field_the_files_share(project: Tok
     project.write("data/gen/conftest.py", GEN_IDS)
     project.jsonl("data/gen/a.jsonl", [{"id": "gen-1", "completion_tokens": 5, "output_ids": [1, 2, 3]}])
     result = project.run()
-    assert re.search(r"^record +id +billed +counted +diff$", result.stdout.str(), re.M), result.stdout.str()
+    assert re.search(r"^record +id +billed +counted +billed - counted$", result.stdout.str(), re.M), result.stdout.str()
     project.jsonl("data/b.jsonl", [{"sample_id": 9, "completion_tokens": 4, "output_ids": [1, 2, 3]}])
     result = project.run()  # two id fields: the column is just "id"
-    assert re.search(r"^record +id +billed +counted +diff$", result.stdout.str(), re.M), result.stdout.str()
+    assert re.search(r"^record +id +billed +counted +billed - counted$", result.stdout.str(), re.M), result.stdout.str()
     project.write("data/gen/conftest.py", "")
     (project.path / "data/gen/a.jsonl").unlink()
     result = project.run()
-    assert re.search(r"^record +sample_id +billed +counted +diff$", result.stdout.str(), re.M)
+    assert re.search(r"^record +sample_id +billed +counted +billed - counted$", result.stdout.str(), re.M)
 
 
 def test_without_a_workspace_both_use_rootdir_paths(project: TokProject, monkeypatch: pytest.MonkeyPatch):

@@ -62,8 +62,8 @@ def test_the_file_verdict_lists_what_it_judged_not_the_shards_records(project: T
     shard = f"shard {i} of {n}"  # the human text says how many there are
     assert section == [
         outliers,
-        "data/big.jsonl:10: sample_id=10: count: billed 90, counted 10 (-80, -88.9%) > max(8, 2%)",
-        "data/big.jsonl:100: sample_id=100: count: billed 80, counted 10 (-70, -87.5%) > max(8, 2%)",
+        "data/big.jsonl:10: sample_id=10: count: billed 90, counted 10 (+80, +88.9%) > max(8, 2%)",
+        "data/big.jsonl:100: sample_id=100: count: billed 80, counted 10 (+70, +87.5%) > max(8, 2%)",
         f"data/big.jsonl: count_outliers: {outliers}",
         f"(1 record with findings no allowance forgives: failures of {shard}, listed there)",
         "contract: default [tokaudit_count_abs = 8, tokaudit_count_rel = 2%]; pytest.ini "

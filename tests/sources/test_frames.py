@@ -119,6 +119,8 @@ def report_of(path: Path) -> dict[str, dict[str, Any]]:
     out = {}
     for f in json.loads(path.read_text())["files"]:
         name = f.pop("path")
+        for worst in f.get("worst_records", []):
+            worst.pop("location")  # names the file
         channels = f.pop("channels")
         f["ids"] = [(i, line) for _, ids, lines in channels["ids"]
                     for i, line in zip(expand(ids), expand(lines))]

@@ -38,7 +38,7 @@ def test_billing_without_hidden_reasoning_subtracts_it(project: TokProject):
     assert result.ret == FAILED
     section = failure_section(result, "data/a.jsonl")
     assert section[1:4] == [
-        "data/a.jsonl:5: sample_id=5: count: billed 18, counted 15 (-3, -16.7%) > max(0, 0%)",
+        "data/a.jsonl:5: sample_id=5: count: billed 18, counted 15 (+3, +16.7%) > max(0, 0%)",
         f"data/a.jsonl:10: sample_id=10: schema: {NET} = -437: a billed count cannot be negative",
         "data/a.jsonl:15: sample_id=15: schema: usage.completion_tokens_details.reasoning_tokens "
         "must be an integer, found null",
@@ -69,7 +69,7 @@ def test_a_formula_reads_parquet_as_it_reads_jsonl(project: TokProject):
     # `+ 1`: every record is billed one more than its ids (inside count_abs = 1), but the
     # one billed 3 more.
     assert [line.split(": ", 2)[1:] for line in lines[1:3]] == [
-        ["sample_id=5", "count: billed 19, counted 15 (-4, -21.1%) > max(1, 0%)"],
+        ["sample_id=5", "count: billed 19, counted 15 (+4, +21.1%) > max(1, 0%)"],
         ["sample_id=10", f"schema: {NET} + 1 = -436: a billed count cannot be negative"],
     ], lines
 
@@ -97,7 +97,7 @@ def test_a_template_holds_newlines_and_the_framing_counts_exactly(project: TokPr
     bare = "{choices.0.message.reasoning?}</think>{choices.0.message.content}<|im_end|>"
     result = project.run("-o", f"tokaudit_text_template={bare}")
     assert result.ret == FAILED
-    diffs = [int(m[1]) for m in re.finditer(r"billed \d+, counted \d+ \(-(\d+),", result.stdout.str())]
+    diffs = [int(m[1]) for m in re.finditer(r"billed \d+, counted \d+ \(\+(\d+),", result.stdout.str())]
     assert len(diffs) == 20 and set(diffs) <= {3, 4}, diffs
 
 

@@ -89,9 +89,12 @@ class RayEngine:
             raise pytest.UsageError(f"{KEY} needs Ray on this machine: "
                                     "pip install 'pytest-tokaudit[ray]'") from None
         address = self.address = os.environ.get("RAY_ADDRESS", "").strip()
+        # Ray's own log lines (its start, its token-authentication notice) and the workers'
+        # output stay out of pytest's: TOKAUDIT_RAY_LOGS=1 shows them (docs/engines.md).
+        shown = os.environ.get("TOKAUDIT_RAY_LOGS", "").strip() not in ("", "0")
         options: dict[str, Any] = dict(
-            logging_level=logging.WARNING, log_to_driver=False, configure_logging=True,
-            runtime_env={"py_modules": [str(PACKAGE)]},
+            logging_level=logging.INFO if shown else logging.ERROR, log_to_driver=shown,
+            configure_logging=True, runtime_env={"py_modules": [str(PACKAGE)]},
         )
         try:
             if address:
