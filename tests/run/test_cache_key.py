@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
-from conftest import XDIST_MODES, TokProject, assert_no_crash
+from conftest import FULL, XDIST_MODES, TokProject, assert_no_crash
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 
 ONE_PROCESS = pytest.mark.parametrize("xdist_mode", [XDIST_MODES["no-xdist"]], ids=["no-xdist"])
 
@@ -204,3 +207,103 @@ def test_a_tokenizer_file_in_a_subfolder_is_keyed(project: TokProject):
     del vocab["e"]  # id 5 is no longer in the vocabulary: the round trip fails
     project.write("tok/assets/vocab.json", json.dumps(vocab))
     assert_warm_is_cold(project)
+
+
+@ONE_PROCESS
+def test_declared_inputs_join_the_key(project: TokProject, monkeypatch: pytest.MonkeyPatch):
+    """What a check reads at run time cannot be seen: tokaudit_cache_inputs declares it (a
+    JSON of limits by glob, an environment variable), and a change of either re-audits."""
+    project.ini(tokaudit_count_mean_rel="", tokaudit_cache_inputs="limits/**/*.json $TOK_LIMIT")
+    project.jsonl("data/a.jsonl", records())
+    project.write("limits/ids/max.json", json.dumps({"max": 100}))
+    project.write("conftest.py", """
+import json, os
+from pathlib import Path
+
+
+def pytest_tokaudit_check_record(record):
+    limit = json.loads((Path(__file__).parent / "limits/ids/max.json").read_text())["max"]
+    limit = min(limit, int(os.environ.get("TOK_LIMIT", "100")))
+    if record.n_ids > limit:
+        return f"{record.n_ids} ids > {limit}"
+""")
+    first_runs(project)
+    project.write("limits/ids/max.json", json.dumps({"max": 2}))
+    assert_warm_is_cold(project)
+    project.write("limits/ids/max.json", json.dumps({"max": 100}))
+    first_runs_again = project.run("--tokaudit-json=audit.json")
+    assert first_runs_again.ret == pytest.ExitCode.OK  # the old key's entry, still right
+    assert cache_report(project)["items"] == ["data/a.jsonl::tokaudit"]
+    monkeypatch.setenv("TOK_LIMIT", "2")
+    assert_warm_is_cold(project)
+    entries = list((project.path / ".pytest_cache/d/tokaudit").rglob("*.json"))
+    assert entries and not any(b"TOK_LIMIT\": \"2" in e.read_bytes() for e in entries)
+
+
+# -- a property: cache on and cache off agree, whatever is edited where --------------------------
+
+def chain(depth: int, lazy: list[bool], limit: int, tighten: int | None) -> dict[str, str]:
+    """conftest.py -> h0 -> h1 -> ... -> h{depth-1}, whose LIMIT the check applies; each import
+    at module level or inside the function (lazy[i]); `tighten`: the module whose function
+    caps the limit at 2 (an edit of a module in the middle of the chain)."""
+    files = {}
+    for i in range(depth):
+        cap = "min(2, value)" if tighten == i else "value"
+        if i == depth - 1:
+            body = f"LIMIT = {limit}\n\n\ndef limit():\n    value = LIMIT\n    return {cap}\n"
+        elif lazy[i + 1]:
+            body = (f"def limit():\n    from h{i + 1} import limit as inner\n"
+                    f"    value = inner()\n    return {cap}\n")
+        else:
+            body = f"import h{i + 1}\n\n\ndef limit():\n    value = h{i + 1}.limit()\n    return {cap}\n"
+        files[f"h{i}.py"] = body
+    top = "from h0 import limit\n" if not lazy[0] else ""
+    files["conftest.py"] = (top + "\n\ndef pytest_tokaudit_check_record(record):\n"
+                            + ("    from h0 import limit\n" if lazy[0] else "")
+                            + "    if record.n_ids > limit():\n        return 'too many ids'\n")
+    return files
+
+
+PROJECT = st.integers(1, 4).flatmap(lambda depth: st.tuples(
+    st.just(depth),
+    st.lists(st.booleans(), min_size=depth, max_size=depth),
+    st.integers(0, depth - 1),  # the module edited
+    st.sampled_from(["limit", "cap", "comment"]),  # how: the constant, a cap, nothing that counts
+))
+
+
+@ONE_PROCESS
+@settings(max_examples=40 if FULL else 3, derandomize=True, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(case=PROJECT)
+@example(case=(2, [True, False], 1, "limit"))  # the helper imported inside the hook
+@example(case=(3, [False, True, False], 1, "cap"))  # a module in the middle, lazily imported
+def test_cache_on_and_off_agree_after_any_edit_of_a_hook_dependency(project: TokProject, case):
+    """A generated hook project (a chain of helper modules, each imported at module level or
+    inside a function), a random module of it edited: the cached run's verdict is the
+    uncached run's."""
+    depth, lazy, at, how = case
+    for name in ("data", ".pytest_cache", "__pycache__"):
+        shutil.rmtree(project.path / name, ignore_errors=True)
+    for old in project.path.glob("h*.py"):
+        old.unlink()
+    project.ini(tokaudit_count_mean_rel="")
+    project.jsonl("data/a.jsonl", records())
+    for name, text in chain(depth, lazy, 100, None).items():
+        project.write(name, text)
+    first = project.run()
+    assert first.ret == pytest.ExitCode.OK, first.stdout.str()
+    if how == "limit":
+        edited = chain(depth, lazy, 2, None)
+    elif how == "cap":
+        edited = chain(depth, lazy, 100, at)
+    else:
+        edited = {f"h{at}.py": chain(depth, lazy, 100, None)[f"h{at}.py"] + "# a comment\n"}
+    for name, text in edited.items():
+        project.write(name, text)
+    shutil.rmtree(project.path / "__pycache__", ignore_errors=True)
+    warm = project.run()
+    cold = project.run("--tokaudit-no-cache")
+    assert_no_crash(warm)
+    assert warm.ret == cold.ret, (case, warm.stdout.str())
+    assert cold.ret == (pytest.ExitCode.OK if how == "comment" else pytest.ExitCode.TESTS_FAILED)
