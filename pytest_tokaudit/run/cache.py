@@ -89,15 +89,21 @@ def code_digest() -> str:
     return _CODE
 
 
+_VERSIONS: dict[str, str] = {}
+
+
 def _versions(*names: str) -> dict[str, str]:
+    """Installed versions, once per process (an item asks for the parsers' on every key)."""
     from importlib.metadata import PackageNotFoundError, version
 
     out = {}
     for name in names:
-        try:
-            out[name] = version(name)
-        except PackageNotFoundError:
-            out[name] = ""
+        if name not in _VERSIONS:
+            try:
+                _VERSIONS[name] = version(name)
+            except PackageNotFoundError:
+                _VERSIONS[name] = ""
+        out[name] = _VERSIONS[name]
     return out
 
 
@@ -116,9 +122,9 @@ def tokenizer_digest(directory: str) -> dict[str, Any]:
             dirs.sort()
             rel = os.path.relpath(folder, directory)
             for name in sorted(names):
-                path = os.path.join(folder, name)
-                if os.path.isfile(path):
-                    files[name if rel == "." else f"{Path(rel).as_posix()}/{name}"] = digest_file(path)
+                one = os.path.join(folder, name)
+                if os.path.isfile(one):
+                    files[name if rel == "." else f"{Path(rel).as_posix()}/{name}"] = digest_file(one)
         _TOKENIZERS[directory] = {"files": files, **_versions("transformers", "tokenizers")}
     return _TOKENIZERS[directory]
 
@@ -185,7 +191,9 @@ def loaded_for(config: pytest.Config) -> Loaded:
     """This process's view of the modules it loaded: the base, taken at the first call
     (before the first audit item looks up its entry)."""
     if LOADED not in config.stash:
-        config.stash[LOADED] = Loaded(str(config.rootpath), config.pluginmanager.get_plugins())
+        store = store_for(config)
+        memo = store.directory / "environment.json" if store is not None else None
+        config.stash[LOADED] = Loaded(str(config.rootpath), config.pluginmanager.get_plugins(), memo)
     return config.stash[LOADED]
 
 
