@@ -192,7 +192,7 @@ def loaded_for(config: pytest.Config) -> Loaded:
     (before the first audit item looks up its entry)."""
     if LOADED not in config.stash:
         store = store_for(config)
-        memo = store.directory / "environment.json" if store is not None else None
+        memo = store.directory / "environment.memo" if store is not None else None  # no entry
         config.stash[LOADED] = Loaded(str(config.rootpath), config.pluginmanager.get_plugins(), memo)
     return config.stash[LOADED]
 
