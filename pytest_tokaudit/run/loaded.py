@@ -198,7 +198,12 @@ class Fingerprints:
         if top == OWN and real.startswith(PACKAGE + os.sep):
             return None
         if real.startswith(self.env.site):
-            dists = self.env.packages().get(top)
+            # By where the file lies, not the module's name: a library may vendor modules
+            # under its own folder (ray/thirdparty_files/psutil) and put it on sys.path.
+            site = max((r for r in self.env.site if real.startswith(r)), key=len)
+            first = real[len(site):].split(os.sep, 1)[0].split(".", 1)[0]
+            packages = self.env.packages()
+            dists = packages.get(first) or packages.get(top)
             if dists:
                 return [("dist", _normal(d), self.env.version(d)) for d in sorted(set(dists))]
         elif real.startswith(self.env.stdlib):

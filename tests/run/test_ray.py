@@ -669,3 +669,11 @@ def test_ray_workers_run_the_hooks_pytest_registered(pytester: pytest.Pytester, 
         assert any(finding in line for line in section), (finding, section)
     assert sorted(p.name for p in marks.iterdir()) == [
         "hookwrapper", "specname", "tryfirst", "trylast", "wrapper"]
+    # With the cache: the Ray run's verdict is stored, and an in-process run reusing it is red
+    # as an uncached one (its green used to be stored, then served).
+    cached = [*UNRELATED_PLUGINS, "-p", "no:xdist", "-o", "tokaudit_progress_interval=0"]
+    first = pytester.runpytest_subprocess("--tokaudit", "data", "--tokaudit-engine=ray", *cached,
+                                          timeout=300)
+    again = pytester.runpytest_subprocess("--tokaudit", "data", *cached, timeout=300)
+    assert first.ret == again.ret == local.ret == pytest.ExitCode.TESTS_FAILED
+    again.stdout.fnmatch_lines(["tokaudit cache: 1 of 1 audit items reused*"])
