@@ -15,14 +15,22 @@ from . import DATASET, load
 
 
 def standalone_hook(plugins: Sequence[Any] = (), checks: dict[str, type[Any]] | None = None,
-                    named: Sequence[tuple[str, Any]] = ()) -> Any:
+                    named: Sequence[tuple[str, Any]] = (),
+                    registered: Sequence[tuple[str, Any, dict[str, dict[str, Any]]]] = ()) -> Any:
     """The hooks outside pytest (the merge command, a Ray worker): the built-in checks
     (the dataset ones unless `checks` says which), the given plugins, each a module name, a
     .py file such as a conftest.py, or a module object, then `named` plugin objects as
-    they are (a Ray worker's: the pytest process's own, in its order)."""
+    they are, then `registered` plugins with the hookimpl options pytest parsed for each
+    attribute (a Ray worker's: the pytest process's registrations, in its order; no other
+    attribute of them is an implementation)."""
+
+    given = {id(plugin): opts for _, plugin, opts in registered}
 
     class Manager(pluggy.PluginManager):
         def parse_hookimpl_opts(self, plugin: Any, name: str) -> Any:
+            if id(plugin) in given:
+                found = given[id(plugin)].get(name)
+                return dict(found) if found is not None else None
             # As pytest does for conftest.py: a function named like a hook is an implementation.
             opts = super().parse_hookimpl_opts(plugin, name)
             if opts is None and name.startswith("pytest_tokaudit_") and callable(getattr(plugin, name)):
@@ -51,5 +59,7 @@ def standalone_hook(plugins: Sequence[Any] = (), checks: dict[str, type[Any]] | 
             raise ValueError(f"--plugin {spec}: {type(exc).__name__}: {exc}") from None
         pm.register(module, spec)
     for name, plugin in named:
+        pm.register(plugin, name)
+    for name, plugin, _ in registered:
         pm.register(plugin, name)
     return pm.hook

@@ -338,6 +338,23 @@ def parse_fields(value: Any) -> tuple[str, ...]:
     return words
 
 
+_VARIABLE = re.compile(r"\$[A-Za-z_][A-Za-z0-9_]*")
+
+
+def parse_cache_inputs(value: Any) -> tuple[str, ...]:
+    """File patterns (globs, relative to the ini file) and $VARIABLE names a check reads at
+    run time: they join the cache key."""
+    words = parse_words(value)
+    for word in words:
+        if word.startswith("$") and not _VARIABLE.fullmatch(word):
+            raise ContractError(f"{word!r} is not an environment variable's name like $LIMITS_FILE")
+        if word.startswith("$"):
+            continue
+        if word.strip() != word or not word or "\0" in word:
+            raise ContractError(f"{word!r} is not a file pattern like limits/*.json")
+    return words
+
+
 def parse_path(value: Any) -> str:
     if not isinstance(value, str):
         raise ContractError(f"expected a path, got {value!r}")
@@ -532,6 +549,9 @@ KEYS: tuple[Key, ...] = (
     Key("tokaudit_cache_dir", "cache_dir", parse_path, "",
         "folder of the incremental cache (relative to the ini file; default: pytest's cache)",
         doc="folder of the incremental cache (relative to the ini file), for CI to keep between jobs; unset: `.pytest_cache/d/tokaudit` (see Incremental runs)"),
+    Key("tokaudit_cache_inputs", "cache_inputs", parse_cache_inputs, "",
+        "files (globs, relative to the ini file) and $VARIABLES the checks read at run time: they join the cache key", "args",
+        doc="what your checks read at run time, for the incremental cache to key: file patterns (relative to the ini file, `**` for any depth) and `$VARIABLE` names; an edited file or a changed variable re-audits (see Incremental runs)"),
     Key("tokaudit_engine", "engine", parse_engine, "local",
         "where the audit items run: local, or ray (a Ray cluster; RAY_ADDRESS finds it)",
         doc="where each data item's audit runs: `local` (this process, or its `-n` workers) or `ray` (a task on a Ray cluster, found by `RAY_ADDRESS`; see Past one machine); `--tokaudit-engine` overrides it"),
@@ -604,6 +624,7 @@ class Contract:
     group_by: tuple[str, ...] = ()
     count_mean_abs: float = 5.0
     cache_dir: str = ""  # where results are cached, not a rule: no part of a cache key
+    cache_inputs: tuple[str, ...] = ()  # keyed by what they hold (run/cache.py), not reported
     engine: str = "local"  # where the items run, not a rule: no part of a cache key or report
     # Token specs resolved to ids (names need the tokenizer); filled by resolve_tokens.
     require_once_ids: tuple[int, ...] = ()
@@ -789,7 +810,7 @@ def _safe(text: Any) -> Any:
     return display_url(text) if is_url(text) else text
 
 
-RUN_ATTRS = ("cache_dir", "engine")  # how a run ran: in no report, no cache key
+RUN_ATTRS = ("cache_dir", "engine", "cache_inputs")  # how a run ran: in no report, no cache key
 
 
 DATASET_ATTRS = ("budget", "price_per_mtok", "unique_ids", "unique_text", "expected_ids")

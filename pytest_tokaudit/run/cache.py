@@ -14,13 +14,16 @@ An entry is keyed by everything the item's summary depends on, each part checked
   after the audit; a URL whose server gives none (https) is audited every run;
 - the contract as resolved for its file (after ``pytest_tokaudit_contract`` hooks), every
   key but ``tokaudit_cache_dir``;
-- the tokenizer, if one is set: a SHA-256 of every file in its directory, and the versions
-  of transformers and tokenizers;
+- the tokenizer, if one is set: a SHA-256 of every file in its directory's whole tree, and
+  the versions of transformers and tokenizers;
 - the code: this plugin's version and a hash of its source files, the versions of the
-  parsers (orjson, pyarrow), and each per-record and batch hook implementation that runs
-  on the item: its plugin's name and a digest of what it does, however it was built
-  (codekey.py); a hook that cannot be fingerprinted turns the cache off for its items,
-  said once (a warning);
+  parsers (orjson, pyarrow), which per-record and batch hook implementations run on the item
+  (their plugins' names, functions and hookimpl options), and what the process loaded
+  (loaded.py): the source of every module loaded from outside the standard library, the
+  versions of the installed distributions modules come from. Modules loaded during the
+  audit (an import inside a hook) are recorded in the entry after it, and checked on reuse;
+- what the project declares its checks read at run time (``tokaudit_cache_inputs``): the
+  bytes of the files its patterns match, the values of its variables (hashed);
 - the item itself: its path, shard and byte range or row groups.
 
 The value is the item's FileSummary JSON *before* the per-file checks, which run again on
@@ -37,7 +40,6 @@ import contextlib
 import hashlib
 import os
 import sys
-import warnings
 from functools import partial
 from pathlib import Path
 from typing import Any, Callable
@@ -53,16 +55,16 @@ from ..model.contract import KEYS, KEYS_BY_ATTR, Contract
 from ..model.summary import FileSummary
 from ..sources.digest import digest_file, file_state
 from ..tokenizers.tiktoken import locate as locate_tiktoken
-from .codekey import Unkeyable, hookimpl_digest, is_own
 from .config import CONTRACT
+from .loaded import Loaded
 
-FORMAT = 1
+FORMAT = 2
 
 
 FOLDER = "tokaudit"  # under pytest's cache directory: .pytest_cache/d/tokaudit
 
 
-NOT_KEYED = ("cache_dir", "engine")  # contract attributes that do not shape an item's summary
+NOT_KEYED = ("cache_dir", "engine", "cache_inputs")  # contract attributes that do not shape an item's summary
 
 
 STORE = pytest.StashKey["Store | None"]()
@@ -87,15 +89,21 @@ def code_digest() -> str:
     return _CODE
 
 
+_VERSIONS: dict[str, str] = {}
+
+
 def _versions(*names: str) -> dict[str, str]:
+    """Installed versions, once per process (an item asks for the parsers' on every key)."""
     from importlib.metadata import PackageNotFoundError, version
 
     out = {}
     for name in names:
-        try:
-            out[name] = version(name)
-        except PackageNotFoundError:
-            out[name] = ""
+        if name not in _VERSIONS:
+            try:
+                _VERSIONS[name] = version(name)
+            except PackageNotFoundError:
+                _VERSIONS[name] = ""
+        out[name] = _VERSIONS[name]
     return out
 
 
@@ -103,15 +111,20 @@ _TOKENIZERS: dict[str, dict[str, Any]] = {}
 
 
 def tokenizer_digest(directory: str) -> dict[str, Any]:
-    """Every file of a tokenizer directory, hashed, and the libraries that read them."""
+    """Every file of a tokenizer directory's whole tree (a vocabulary in a subfolder, a
+    remote-code module), hashed by its path in the tree, and the libraries that read them."""
     if directory not in _TOKENIZERS and directory.startswith("tiktoken:"):
         _, path, _ = locate_tiktoken(directory)  # an encoding: its rank file's bytes
         _TOKENIZERS[directory] = {"files": {path.name: digest_file(path)}, **_versions("tiktoken")}
     if directory not in _TOKENIZERS:
         files = {}
-        for entry in sorted(os.scandir(directory), key=lambda e: e.name):
-            if entry.is_file():
-                files[entry.name] = digest_file(entry.path)
+        for folder, dirs, names in os.walk(directory, followlinks=True):
+            dirs.sort()
+            rel = os.path.relpath(folder, directory)
+            for name in sorted(names):
+                one = os.path.join(folder, name)
+                if os.path.isfile(one):
+                    files[name if rel == "." else f"{Path(rel).as_posix()}/{name}"] = digest_file(one)
         _TOKENIZERS[directory] = {"files": files, **_versions("transformers", "tokenizers")}
     return _TOKENIZERS[directory]
 
@@ -151,19 +164,12 @@ def contract_files(contract: Contract) -> dict[str, str]:
     return out
 
 
-class UncachedWarning(pytest.PytestWarning):
-    """The cache cannot key a check: the items it runs on are audited every run."""
-
-
-_SAID: set[str] = set()
-
-
-def hooks_key(ihook: Any, root: Path) -> list[list[str]]:
-    """The per-record and batch hook implementations that run on an item, each with a
-    digest of what it does (codekey: its code and everything it reaches, however it was
-    built); Unkeyable if one cannot be fingerprinted. A conftest plugin is named by its
-    path, kept relative to the rootdir: another checkout of the same project (a CI job's)
-    is the same code. The built-in checks are keyed by the package's source (code_digest)."""
+def hook_set(ihook: Any, root: Path) -> list[list[Any]]:
+    """The per-record and batch hook implementations that run on an item, in call order:
+    the hook, its plugin's name (a conftest.py by its path relative to the rootdir: another
+    checkout is the same project), the function's module and name, and its hookimpl options.
+    What their code does is keyed by the modules the process loaded (loaded.py); this says
+    which of them run here, and how. The Ray engine rebuilds the same set on its workers."""
     out = []
     for name in AUDIT_HOOKS:
         for impl in getattr(ihook, name).get_hookimpls():
@@ -171,21 +177,79 @@ def hooks_key(ihook: Any, root: Path) -> list[list[str]]:
             if os.path.isabs(plugin):
                 with contextlib.suppress(ValueError):
                     plugin = Path(plugin).relative_to(root).as_posix()
-            if is_own(impl.function):
-                out.append([name, plugin, "pytest-tokaudit"])
-                continue
-            out.append([name, plugin, hookimpl_digest(impl.function, impl.plugin,
-                                                      f"{name} of {plugin}", str(root))])
+            function = getattr(impl.function, "__func__", impl.function)
+            opts = {k: v for k, v in sorted(impl.opts.items()) if v}
+            out.append([name, plugin, f"{getattr(function, '__module__', None)}."
+                        f"{getattr(function, '__qualname__', repr(function))}", opts])
     return out
 
 
-def say_uncached(why: Unkeyable) -> None:
-    """Once per process and reason: a check the cache cannot key."""
-    text = (f"tokaudit cache: not used for items that {why.where} runs on: {why.why}; "
-            "they are audited every run")
-    if text not in _SAID:
-        _SAID.add(text)
-        warnings.warn(UncachedWarning(text))
+LOADED = pytest.StashKey[Loaded]()
+
+
+def loaded_for(config: pytest.Config) -> Loaded:
+    """This process's view of the modules it loaded: the base, taken at the first call
+    (before the first audit item looks up its entry)."""
+    if LOADED not in config.stash:
+        store = store_for(config)
+        memo = store.directory / "environment.memo" if store is not None else None  # no entry
+        config.stash[LOADED] = Loaded(str(config.rootpath), config.pluginmanager.get_plugins(), memo)
+    return config.stash[LOADED]
+
+
+INPUTS = pytest.StashKey["Inputs"]()
+
+
+class Inputs:
+    """What tokaudit_cache_inputs names, as a key: each pattern's matching files (their
+    bytes), each $VARIABLE's value (hashed: a secret is never written to the cache). Taken
+    once per process, with each file's state, which must hold when an entry is stored."""
+
+    def __init__(self, patterns: tuple[str, ...], base: Path):
+        import glob
+
+        self.key: dict[str, Any] = {}
+        self.states: list[tuple[str, Any]] = []
+        self.variables: dict[str, str | None] = {}
+        for pattern in patterns:
+            if pattern.startswith("$"):
+                value = os.environ.get(pattern[1:])
+                self.variables[pattern[1:]] = value
+                self.key[pattern] = (None if value is None
+                                     else hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest())
+                continue
+            files: dict[str, str] = {}
+            where = pattern if os.path.isabs(pattern) else str(base / pattern)
+            for path in sorted(glob.glob(where, recursive=True)):
+                paths = [path] if os.path.isfile(path) else sorted(
+                    str(p) for p in Path(path).rglob("*") if p.is_file())
+                for one in paths:
+                    try:
+                        self.states.append((one, file_state(one)))
+                        files[os.path.relpath(one, base) if not os.path.isabs(pattern) else one] = digest_file(one)
+                    except OSError:
+                        files[one] = ""
+            self.key[pattern] = files
+
+    def unchanged(self) -> bool:
+        """No declared file written, no variable changed, since the key was taken."""
+        if any(os.environ.get(name) != value for name, value in self.variables.items()):
+            return False
+        for path, before in self.states:
+            try:
+                if before is None or file_state(path) != before:
+                    return False
+            except OSError:
+                return False
+        return True
+
+
+def inputs_for(config: pytest.Config) -> Inputs:
+    """The declared inputs' key, taken once per process (before its first audit)."""
+    if INPUTS not in config.stash:
+        base = config.inipath.parent if config.inipath else config.rootpath
+        config.stash[INPUTS] = Inputs(config.stash[CONTRACT].cache_inputs, base)
+    return config.stash[INPUTS]
 
 
 class Store:
@@ -199,14 +263,19 @@ class Store:
     def path(self, name: str) -> Path:
         return self.directory / name[:2] / f"{name}.json"
 
-    def load(self, name: str, key: dict[str, Any]) -> FileSummary | None:
+    def load(self, name: str, key: dict[str, Any], loaded: Loaded | None = None) -> FileSummary | None:
+        """The entry's summary, if it is whole, for this key, and every module its audit had
+        loaded since the base is as it was then."""
         if not self.read:
             return None
         try:
             data = orjson.loads(self.path(name).read_bytes())
             text = data["summary"]
             if (data.get("format") != FORMAT or data.get("key") != key
-                    or data.get("digest") != hashlib.sha256(text.encode()).hexdigest()):
+                    or data.get("digest") != hashlib.sha256(
+                        (text + _canonical(data.get("loaded"))).encode()).hexdigest()):
+                return None
+            if loaded is not None and not loaded.holds(data.get("loaded")):
                 return None
             summary = FileSummary.from_json(text)
         except Exception:  # noqa: BLE001 - missing, unreadable, corrupt: audit the item
@@ -214,11 +283,12 @@ class Store:
         summary.cached = True
         return summary
 
-    def save(self, name: str, key: dict[str, Any], summary_json: str) -> None:
+    def save(self, name: str, key: dict[str, Any], summary_json: str,
+             loaded: dict[str, Any] | None = None) -> None:
         entry = orjson.dumps({
             "format": FORMAT, "key": key,
-            "digest": hashlib.sha256(summary_json.encode()).hexdigest(),
-            "summary": summary_json,
+            "digest": hashlib.sha256((summary_json + _canonical(loaded)).encode()).hexdigest(),
+            "summary": summary_json, "loaded": loaded,
         })
         target = self.path(name)
         try:
@@ -227,6 +297,10 @@ class Store:
                 fh.write(entry)
         except OSError:
             pass  # a read-only or full cache: the next run audits the item again
+
+
+def _canonical(value: Any) -> str:
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
 
 
 def store_for(config: pytest.Config) -> Store | None:
@@ -262,15 +336,17 @@ class Entry:
     digest.file_state) is never stored under."""
 
     def __init__(self, store: Store, key: dict[str, Any], state: Callable[[], Any],
-                 before: Any):
+                 before: Any, item: Any = None):
         self.store = store
+        self.item = item  # its AuditItem: the modules loaded for it, its declared inputs
         self.key = orjson.loads(orjson.dumps(key))  # as read back: tuples become lists
         self.name = hashlib.sha256(orjson.dumps(key, option=orjson.OPT_SORT_KEYS)).hexdigest()
         self.state = state
         self.before = before
 
     def load(self) -> FileSummary | None:
-        return self.store.load(self.name, self.key)
+        loaded = loaded_for(self.item.config) if self.item is not None else None
+        return self.store.load(self.name, self.key, loaded)
 
     def save(self, summary: FileSummary) -> None:
         """Store an audit that ran to the end on bytes that did not change meanwhile."""
@@ -282,7 +358,23 @@ class Entry:
             return
         if after != self.before:
             return
-        self.store.save(self.name, self.key, summary.to_json())
+        loaded: dict[str, Any] | None = None
+        if self.item is not None:
+            config = self.item.config
+            if not inputs_for(config).unchanged():
+                return  # a declared input was written during the run
+            # Another engine's audit (a Ray worker's): the modules it loaded there, found in
+            # this environment; an engine that cannot say is not stored.
+            remote = getattr(self.item, "remote", None)
+            names: tuple[str, ...] = ()
+            if remote is not None:
+                if getattr(remote, "modules", None) is None:
+                    return
+                names = tuple(remote.modules)
+            loaded = loaded_for(config).since(names)
+            if loaded is None:
+                return  # a module loaded there cannot be found here: not keyable
+        self.store.save(self.name, self.key, summary.to_json(), loaded)
 
 
 def entry_for(item: Any) -> Entry | None:
@@ -292,11 +384,8 @@ def entry_for(item: Any) -> Entry | None:
     source = item.source
     if store is None:
         return None
-    try:
-        hooks = hooks_key(item.ihook, item.config.rootpath)
-    except Unkeyable as why:
-        say_uncached(why)
-        return None
+    config = item.config
+    base = loaded_for(config)  # before the first audit of this process
     kind = source_of(source)
     state: Callable[[], Any]
     if not isinstance(source, Path):
@@ -322,12 +411,14 @@ def entry_for(item: Any) -> Entry | None:
                  None if item.groups is None else list(item.groups)],
         "data": fingerprint,
         "contract": contract_key(item.contract),
-        "hooks": hooks,
+        "hooks": hook_set(item.ihook, config.rootpath),
+        "loaded": base.digest,
+        "inputs": inputs_for(config).key,
         "code": code_digest(),
         "python": list(sys.version_info[:2]),
         "libraries": _versions("orjson", *(("pyarrow",) if kind.kind == "arrow" else ())),
     }
-    return Entry(store, key, state, before)
+    return Entry(store, key, state, before, item)
 
 
 def reuse(entry: Entry | None, records_needed: bool = False) -> FileSummary | None:

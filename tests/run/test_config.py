@@ -267,6 +267,7 @@ OTHER = {
     "tokaudit_id_field": {"empty-part": "meta..id", "leading-dot": ".id"},
     "tokaudit_where": {"empty-part": "a..b"},
     "tokaudit_cache_dir": {"a-file": "pytest.ini"},
+    "tokaudit_cache_inputs": {"bad-variable": "$1LIMIT", "lone-dollar": "$", "unclosed-quote": "'a"},
     "tokaudit_engine": {"unknown": "dask", "empty": ""},
 }
 

@@ -572,3 +572,108 @@ def test_an_item_run_twice_is_audited_on_the_cluster_both_times(pytester: pytest
     assert (pytester.path / "attempts").read_text() == "xx"  # both runs on the cluster
     # The first run's finding fails it; the second run passes: each verdict its own audit's.
     assert result.parseoutcomes() == {"failed": 1, "passed": 2}
+
+
+FORMS_ROOT = """
+pytest_plugins = ["tokplug"]
+"""
+
+FORMS_PLUGIN = """
+def pytest_tokaudit_check_record(record):
+    if record.id == "s5":
+        return "pytest_plugins: s5"
+"""
+
+FORMS_PARENT = '''
+import os
+
+import pytest
+
+MARKS = %r
+
+
+def mark(tag):
+    if os.environ.get("TOKAUDIT_TEST_ON_RAY"):  # proof that this form ran on the cluster
+        open(os.path.join(MARKS, tag), "w").close()
+
+
+@pytest.hookimpl(specname="pytest_tokaudit_check_record")
+def pytest_odd_ids(record):  # pytest registers only names starting pytest_
+    mark("specname")
+    if record.id == "s2":
+        return "specname: s2"
+
+
+@pytest.hookimpl(trylast=True, specname="pytest_tokaudit_check_record")
+def pytest_last_word(record):
+    mark("trylast")
+    if record.id == "s2":
+        return "trylast: s2"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_tokaudit_check_batch(records):
+    mark("tryfirst")
+    return [r.finding("first", "tryfirst: s3") for r in records if r.id == "s3"]
+'''
+
+FORMS_CHILD = '''
+import os
+
+import pytest
+
+MARKS = %r
+
+
+def mark(tag):
+    if os.environ.get("TOKAUDIT_TEST_ON_RAY"):
+        open(os.path.join(MARKS, tag), "w").close()
+
+
+@pytest.hookimpl(wrapper=True, specname="pytest_tokaudit_check_record")
+def pytest_wrapped(record):
+    mark("wrapper")
+    answers = yield
+    if record.id == "s4":
+        answers = [*answers, "wrapper: s4"]
+    return answers
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_tokaudit_check_batch(records):
+    mark("hookwrapper")
+    yield
+'''
+
+
+def test_ray_workers_run_the_hooks_pytest_registered(pytester: pytest.Pytester, on_ray):
+    """Issue #31 item 5: the workers' hooks are pytest's registrations, not module attributes
+    named like hooks: a specname'd function, tryfirst/trylast, wrapper and hookwrapper, a
+    parent folder's conftest.py and a `pytest_plugins` module all run there, in pytest's
+    order, and the verdicts equal an in-process run's."""
+    pytester.makeini("[pytest]\n")
+    marks = pytester.path / "marks"
+    marks.mkdir()
+    (pytester.path / "conftest.py").write_text(FORMS_ROOT)
+    (pytester.path / "tokplug.py").write_text(FORMS_PLUGIN)
+    data = pytester.path / "data"
+    (data / "sub").mkdir(parents=True)
+    (data / "conftest.py").write_text(FORMS_PARENT % str(marks))
+    (data / "sub" / "conftest.py").write_text(FORMS_CHILD % str(marks))
+    (data / "sub" / "a.jsonl").write_text("".join(json.dumps(rec(f"s{i}")) + "\n" for i in range(1, 7)))
+    local, local_report = run(pytester)
+    ray, ray_report = run(pytester, "--tokaudit-engine=ray")
+    assert_same(ray, ray_report, local, local_report)
+    section = failure_section(ray, "data/sub/a.jsonl")
+    for finding in ("specname: s2", "trylast: s2", "tryfirst: s3", "wrapper: s4", "pytest_plugins: s5"):
+        assert any(finding in line for line in section), (finding, section)
+    assert sorted(p.name for p in marks.iterdir()) == [
+        "hookwrapper", "specname", "tryfirst", "trylast", "wrapper"]
+    # With the cache: the Ray run's verdict is stored, and an in-process run reusing it is red
+    # as an uncached one (its green used to be stored, then served).
+    cached = [*UNRELATED_PLUGINS, "-p", "no:xdist", "-o", "tokaudit_progress_interval=0"]
+    first = pytester.runpytest_subprocess("--tokaudit", "data", "--tokaudit-engine=ray", *cached,
+                                          timeout=300)
+    again = pytester.runpytest_subprocess("--tokaudit", "data", *cached, timeout=300)
+    assert first.ret == again.ret == local.ret == pytest.ExitCode.TESTS_FAILED
+    again.stdout.fnmatch_lines(["tokaudit cache: 1 of 1 audit items reused*"])

@@ -51,6 +51,9 @@ class Result:
     error: str | None = None  # any other exception in the pass, with its traceback
     retries: tuple[str, ...] = ()  # why each earlier attempt was lost (a worker died ...)
     failures: list[dict[str, Any]] | None = None  # with Task.failures: engine.observers.entries
+    # The modules the audit loaded where it ran (names), for the cache (run/loaded.py): None
+    # if the engine cannot say, and then its result is not stored.
+    modules: list[str] | None = None
 
 
 class Engine(Protocol):

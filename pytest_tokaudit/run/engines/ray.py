@@ -16,9 +16,10 @@ import hashlib
 import logging
 import os
 import socket
+import sys
 import traceback
 from pathlib import Path
-from types import ModuleType, SimpleNamespace
+from types import ModuleType
 from typing import Any, Sequence
 
 import pytest
@@ -30,6 +31,7 @@ from ...engine.passes import audit
 from ...engine.plain import HookError
 from ...model.contract import Contract
 from ...model.summary import FileSummary
+from ..loaded import loaded_names
 from ...sources.base import Part
 from . import EngineError, Result, Task
 
@@ -165,7 +167,7 @@ class RayEngine:
                 del self.tasks[key]
             self.fill()
         return Result(FileSummary.from_json(out["summary"]), out.get("hook_error"),
-                      out.get("error"), tuple(lost), out.get("failures"))
+                      out.get("error"), tuple(lost), out.get("failures"), out.get("modules"))
 
     def get(self, ref: Any) -> Any:
         """ray.get, asking every WATCH seconds whether the cluster still answers: a head that
@@ -224,7 +226,14 @@ def first_line(exc: BaseException) -> str:
 # -- the hooks, shipped ---------------------------------------------------------------------
 def pack_all(config: pytest.Config, tasks: Sequence[Task]) -> dict[str, tuple[str, bytes]]:
     """Each task's check hooks, pickled: key -> (digest, bytes). Items under the same
-    conftest.py files share one. A hook that cannot be pickled is a usage error."""
+    conftest.py files share one. A hook that cannot be pickled is a usage error.
+
+    The hooks are the implementations pytest registered for the item (its hook relay's
+    get_hookimpls: conftest.py files of its folder and the parents', `pytest_plugins`,
+    entry-point plugins, plugins registered at run time), each with the hookimpl options
+    pytest parsed (specname, tryfirst/trylast, wrapper/hookwrapper), never module attributes
+    guessed by name. The workers register them, plugin by plugin in pytest's order, so each
+    hook calls the same implementations in the same order (checked there)."""
     try:
         from ray import cloudpickle
     except ImportError:
@@ -232,11 +241,17 @@ def pack_all(config: pytest.Config, tasks: Sequence[Task]) -> dict[str, tuple[st
                                 "pip install 'pytest-tokaudit[ray]'") from None
     pm = config.pluginmanager
     rank = {id(p): i for i, (_, p) in enumerate(pm.list_name_plugin())}
+    # conftest.py files, and plugin modules of the project (`pytest_plugins`) under the rootdir.
+    root = str(config.rootpath) + os.sep
     conftests = [p for _, p in pm.list_name_plugin()
-                 if isinstance(p, ModuleType) and Path(getattr(p, "__file__", None) or "").name == "conftest.py"]
-    by_plugins: dict[tuple[int, ...], tuple[str, bytes]] = {}
+                 if isinstance(p, ModuleType) and (
+                     Path(getattr(p, "__file__", None) or "").name == "conftest.py"
+                     or (os.path.realpath(getattr(p, "__file__", None) or "").startswith(root)
+                         and "site-packages" not in (getattr(p, "__file__", None) or "")))]
+    by_impls: dict[tuple[int, ...], tuple[str, bytes]] = {}
     out = {}
-    # A conftest.py is not importable on the cluster: its functions and classes travel by value.
+    # A conftest.py (or a module of the project) is not importable on the cluster: its
+    # functions and classes travel by value.
     # Registered by name: conftest.py files of several folders may all be `conftest`.
     registered: dict[str, ModuleType] = {}
     for module in conftests:
@@ -249,29 +264,48 @@ def pack_all(config: pytest.Config, tasks: Sequence[Task]) -> dict[str, tuple[st
             pass
     try:
         for task in tasks:
-            found: dict[int, Any] = {}
-            for name in HOOKS:
-                for impl in getattr(task.hook, name).get_hookimpls():
-                    found[id(impl.plugin)] = impl.plugin
-            plugins = sorted(found.values(), key=lambda p: rank.get(id(p), len(rank)))
-            ids = tuple(id(p) for p in plugins)
-            if ids not in by_plugins:
-                parts = [pack(pm.get_name(p) or repr(p), p, cloudpickle) for p in plugins]
-                blob = cloudpickle.dumps(parts)
-                by_plugins[ids] = (hashlib.sha256(blob).hexdigest(), blob)
-            out[task.key] = by_plugins[ids]
+            impls = [(name, impl) for name in HOOKS for impl in getattr(task.hook, name).get_hookimpls()]
+            ids = tuple(id(impl) for _, impl in impls)
+            if ids not in by_impls:
+                plugins: dict[int, tuple[Any, list[Any]]] = {}
+                for name, impl in impls:
+                    plugins.setdefault(id(impl.plugin), (impl.plugin, []))[1].append((name, impl))
+                order = sorted(plugins.values(), key=lambda p: rank.get(id(p[0]), len(rank)))
+                parts = [pack(pm.get_name(p) or repr(p), p, found, cloudpickle) for p, found in order]
+                expected = [[name, pm.get_name(impl.plugin) or repr(impl.plugin), attr_of(impl)]
+                            for name, impl in impls]
+                blob = cloudpickle.dumps((parts, expected))
+                by_impls[ids] = (hashlib.sha256(blob).hexdigest(), blob)
+            out[task.key] = by_impls[ids]
     finally:
         for module in registered.values():
             cloudpickle.unregister_pickle_by_value(module)
     return out
 
 
-def pack(name: str, plugin: Any, cloudpickle: Any) -> tuple[str, str, bytes]:
+def attr_of(impl: Any) -> str:
+    """The attribute a hook implementation was registered from (a specname'd function's own
+    name, not the hook's)."""
+    plugin, function = impl.plugin, impl.function
+    names = vars(plugin) if isinstance(plugin, ModuleType) else {n: getattr(plugin, n, None) for n in dir(plugin)}
+    for name, value in names.items():
+        if value is function or (value == function and callable(value)):
+            return name
+    return getattr(function, "__name__", "hook")
+
+
+def pack(name: str, plugin: Any, impls: list[tuple[str, Any]], cloudpickle: Any
+         ) -> tuple[str, str, bytes]:
+    """One plugin as a worker registers it: a module standing in for it (named as the
+    plugin's module, so the checks' own code tells built-in from foreign as in pytest),
+    holding each implementation under its own attribute name, with its hookimpl options,
+    and the attributes the columnar path reads (DECLARED)."""
     try:
-        if isinstance(plugin, ModuleType):  # a conftest.py or a plugin module: its hooks
-            attrs = {n: getattr(plugin, n) for n in (*HOOKS, *DECLARED) if hasattr(plugin, n)}
-            return "module", name, cloudpickle.dumps(attrs)
-        return "object", name, cloudpickle.dumps(plugin)
+        module = plugin.__name__ if isinstance(plugin, ModuleType) else type(plugin).__module__
+        attrs = {n: getattr(plugin, n) for n in DECLARED if hasattr(plugin, n)}
+        hooks = {attr_of(impl): (impl.function, dict(impl.opts, specname=hook))
+                 for hook, impl in impls}
+        return module, name, cloudpickle.dumps((attrs, hooks))
     except Exception as exc:  # noqa: BLE001 - whatever pickling raises: name the plugin
         shown = display_url(name) if "://" in name else name
         raise pytest.UsageError(
@@ -282,6 +316,7 @@ def pack(name: str, plugin: Any, cloudpickle: Any) -> tuple[str, str, bytes]:
 
 # -- the cluster's side ---------------------------------------------------------------------
 _HOOKS: dict[str, Any] = {}  # digest -> hook relay: built once per worker process
+_BEFORE: frozenset[str] | None = None  # the modules a worker had before its first task
 
 
 def worker_hook(digest: str, blob: bytes) -> Any:
@@ -290,16 +325,39 @@ def worker_hook(digest: str, blob: bytes) -> Any:
         return hook
     from ray import cloudpickle
 
-    plugins = [(name, SimpleNamespace(**cloudpickle.loads(data)) if kind == "module"
-                else cloudpickle.loads(data)) for kind, name, data in cloudpickle.loads(blob)]
-    hook = _HOOKS[digest] = standalone_hook(checks={}, named=plugins)
+    parts, expected = cloudpickle.loads(blob)
+    plugins = []
+    for module, name, data in parts:
+        attrs, hooks = cloudpickle.loads(data)
+        carrier = ModuleType(module)  # stands for the plugin: its module's name, its hooks
+        vars(carrier).update(attrs)
+        opts = {}
+        for attr, (function, options) in hooks.items():
+            setattr(carrier, attr, function)
+            opts[attr] = options
+        plugins.append((name, carrier, opts))
+    hook = standalone_hook(checks={}, registered=plugins)
+    got = [[name, impl.plugin_name, attr_of(impl)]
+           for name in HOOKS for impl in getattr(hook, name).get_hookimpls()]
+    if got != expected:  # never audit under another hook set than pytest's
+        raise RuntimeError(f"the hooks registered on the Ray worker differ from pytest's: {got} != {expected}")
+    _HOOKS[digest] = hook
     return hook
+
+
+def worker_modules() -> list[str]:
+    """The modules this worker loaded since before its first task (a hook's lazy import):
+    the pytest process keys its cache entry by them (run/loaded.py)."""
+    return loaded_names(_BEFORE or frozenset())
 
 
 def audit_task(digest: str, blob: bytes, source: Any, contract: Contract, part: Part,
                summary: FileSummary, failures: bool = False) -> dict[str, Any]:
     """Runs on a Ray worker: the item's pass, as AuditItem.runtest would run it. With
     `failures`, every finding at a record comes back too (for --tokaudit-failures)."""
+    global _BEFORE
+    if _BEFORE is None:
+        _BEFORE = frozenset(sys.modules)
     out: dict[str, Any] = {}
     recorder = Recorder() if failures else None
     if recorder is not None:
@@ -312,6 +370,7 @@ def audit_task(digest: str, blob: bytes, source: Any, contract: Contract, part: 
         out["error"] = (f"{type(exc).__name__}: {exc} (on the Ray worker, pid {os.getpid()})\n"
                         + scrub(traceback.format_exc()))
     out["summary"] = summary.to_json()
+    out["modules"] = worker_modules()
     return out
 
 
