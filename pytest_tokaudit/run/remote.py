@@ -108,8 +108,8 @@ class Remote:
         self.collected = list(dict.fromkeys(url_of(a) for a in collected))
         self.selectors: dict[str, list[str]] = {url_of(a): [] for a in collected}
         for a in collected:
-            if url_of(a) != a:
-                self.selectors[url_of(a)].append(a)
+            if url_of(a) != a:  # matched against node ids, which show the URL (display_url)
+                self.selectors[url_of(a)].append(display_url(url_of(a)) + a[len(url_of(a)):])
         self.testpaths = testpaths
         self.named = named
         self.listings: dict[str, Listing] = {}
@@ -124,7 +124,14 @@ class Remote:
         for listing in self.listings.values():
             for url, size, tag in listing.files:
                 f = RemoteFile(url, size, tag)
-                self.files.setdefault(f.display, f)
+                first = self.files.setdefault(f.display, f)
+                if first.url != url:
+                    # Its items, reports and cache entry would be one file's: refused, not
+                    # one of them audited in the other's name.
+                    raise pytest.UsageError(
+                        f"{f.display} names two URLs that differ only in the value of a "
+                        "credential parameter, which is never shown: audit them in separate "
+                        "runs, or name them apart by another parameter")
 
     def file(self, display: str) -> RemoteFile | None:
         return self.files.get(display)
