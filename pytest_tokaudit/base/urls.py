@@ -48,6 +48,13 @@ def display_url(url: str) -> str:
 _SECRET_PARAM = re.compile(
     r"(?i)(?<=[?&;])((?:[\w.\-]*(?:signature|credential|token|secret|password|key)[\w.\-]*)|sig)"
     r"=[^&#\s\"'<>]*")
+def secret_params(url: str) -> list[str]:
+    """The names of the query parameters of `url` whose values are credentials, in order."""
+    if "?" not in url:
+        return []
+    return [m.group(1) for m in _SECRET_PARAM.finditer(url)]
+
+
 # user:password@ (or a lone token@) after a scheme, anywhere in a text.
 _USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]+://)[^/@\s\"'<>]+@")
 

@@ -8,7 +8,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from ..base.urls import display_url, is_url
+from ..base.urls import display_url, is_url, secret_params
 from ..sources.remote import Listing, RemoteFile, RemoteUnavailable, list_root
 from .config import CONTRACT
 from .coverage import DATA_SUFFIXES
@@ -75,6 +75,16 @@ def configure(config: pytest.Config) -> None:
                 f"{display_url(url)}: a URL must not carry credentials (user:password@); "
                 "configure them for fsspec instead"
             )
+    for url in testpath_urls:
+        secret = secret_params(url)
+        if secret:  # refused before pytest's session header is printed
+            raise pytest.UsageError(
+                f"testpaths: {display_url(url)} carries a credential ({', '.join(secret)}), "
+                "and pytest prints testpaths whole in its session header: give the storage its "
+                "own credentials (fsspec's configuration, or its environment variables: "
+                "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, HF_TOKEN, ...) and name the "
+                "object by its store URL (s3://bucket/key), or pass the signed URL on the "
+                "command line, which pytest does not print")
     config.pluginmanager.register(Remote(config, collected, testpath_urls, named), PLUGIN)
 
 
