@@ -8,6 +8,7 @@ the summary table and evaluates the dataset checks on the union. Exit 0 passed, 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Any, Sequence
@@ -21,11 +22,12 @@ from .checks.dataset import evaluate
 from .checks.ids import IdIndex
 from .checks.standalone import standalone_hook
 from .model import report as jsonreport
-from .model.contract import Contract
+from .model.contract import KEYS_BY_ATTR, Contract
 from .model.outcome import Outcome
 from .model.result import Coverage
 from .outputs import html as html_report
 from .outputs.terminal import summary_lines
+from .run.cache import contract_files, digest_file
 from .run.coverage import coverage_outcome
 from .sources.reports import load as load_report
 
@@ -71,6 +73,30 @@ def one_contract(reports: list[jsonreport.Report]) -> Contract:
     return reports[0].contract
 
 
+def same_files(reports: list[jsonreport.Report], contract: Contract) -> None:
+    """The files the contract names (the manifest the merge reads again, the tokenizer a
+    plugin's check may load) must hold the bytes each report recorded it was written under;
+    ValueError (a usage error, exit 2) naming the key and the file. Otherwise the union would
+    be judged by a manifest no part was judged by. A file not on this machine is not
+    compared (a missing manifest fails expected_ids by itself; the merge loads no tokenizer)."""
+    try:
+        now = contract_files(contract)
+    except (OSError, ValueError):  # the tokenizer is not here
+        manifest = contract.expected_ids
+        now = ({KEYS_BY_ATTR["expected_ids"].name: digest_file(manifest)}
+               if manifest and not is_url(manifest) and os.path.isfile(manifest) else {})
+    named = contract.to_json()
+    for key, digest in sorted(now.items()):
+        other = sorted(r.name for r in reports
+                       if (r.contract_files or {}).get(key, digest) != digest)
+        if other:
+            raise ValueError(
+                f"{key}: {display(named.get(key))} holds other bytes than when "
+                f"{' and '.join(other)} {'was' if len(other) == 1 else 'were'} written: the "
+                "reports were judged under another file; merge them with the file they were "
+                "written under, or audit the parts again")
+
+
 def union_coverage(cov: Coverage, contract: Contract) -> Outcome:
     """The coverage verdict of the final merge: the last word on the dataset, so a union
     that did not audit all of it (a folder no part audits, a part stopped or deselected)
@@ -93,6 +119,7 @@ def merge(paths: list[str], out: str | None, plugins: Sequence[str] = (),
         check_writable(html, "--html")
     reports = [load_report(p) for p in paths]
     contract = one_contract(reports)
+    same_files(reports, contract)
     files = []
     seen: dict[str, str] = {}  # path -> the report that has it
     for report in reports:

@@ -94,6 +94,10 @@ def pytest_configure(config: pytest.Config) -> None:
         pm.register(BaselineCheck(baseline), "tokaudit.baseline")
     if not hasattr(config, "workerinput"):
         from .run.controller import Controller
+        from .run.targets import check_targets
+
+        # Before any output opens its file: none may name the data.
+        check_targets(config, contract, [*outputs.path_options(), ("--junitxml", "xmlpath")])
 
         pm.register(Controller(config, contract), "tokaudit.controller")
         if config.getoption("xmlpath", None):

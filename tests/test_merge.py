@@ -182,6 +182,27 @@ def test_parts_from_checkouts_in_other_folders_are_one_contract(pytester: pytest
         assert "different contracts: tokaudit_expected_ids" in err, err
 
 
+def test_a_manifest_changed_since_the_reports_were_written_is_a_usage_error(split: TokProject):
+    """The parts were judged under a manifest naming an id no record has; the merge reads
+    the manifest again from disk, where it has since lost that id. The union is judged by
+    the manifest its reports were written under, or not at all (issue #31, item 9)."""
+    split.ini(testpaths="data", tokaudit_expected_ids="manifest.txt")
+    split.write("manifest.txt", "".join(f"{i}\n" for i in range(1, 8)))  # 7 has no record
+    part(split, "p1.json", "data/part1")
+    part(split, "p2.json", "data/part2")
+    ret, out, err = merge("p1.json", "p2.json")
+    assert ret == 1, out + err
+    assert "FAILED tokaudit::expected_ids - 1 of 7 expected ids have no record" in out, out
+    split.write("manifest.txt", "".join(f"{i}\n" for i in range(1, 7)))
+    for order in (("p1.json", "p2.json"), ("p2.json", "p1.json")):
+        ret, out, err = merge(*order, "--json", "m.json")
+        assert ret == 2, out + err
+        manifest = split.path / "manifest.txt"
+        assert f"error: tokaudit_expected_ids: {manifest} holds other bytes than when " \
+               "p1.json and p2.json were written" in err, err
+        assert not (split.path / "m.json").exists()
+
+
 # The property: however the dataset is split into parts (some files left to no part, one part
 # perhaps run under another contract), the merge in every order of the parts gives one
 # answer: the single run's verdicts when the parts cover the dataset under one contract, a

@@ -64,7 +64,9 @@ def test_a_manifest_url_with_credentials_is_used_never_shown(project: TokProject
     report = project.path.joinpath("report.json").read_text()
     assert_no_secret(result.stdout.str(), result.stderr.str(), report,
                      project.path.joinpath("summary.md").read_text())
-    assert json.loads(report)["contract"]["tokaudit_expected_ids"] == f"http://{host}/manifest.txt"
+    assert json.loads(report)["contract"]["tokaudit_expected_ids"] == (
+        f"http://{host}/manifest.txt?X-Amz-Credential=***&X-Amz-Signature=***&"
+        "X-Amz-Security-Token=***&sig=***")
 
 
 @pytest.mark.parametrize("scheme", ["http", "memory", "s3"])
@@ -106,6 +108,33 @@ def test_a_baseline_url_with_credentials_is_named_without_them(project: TokProje
                          "--tokaudit-json=now.json")
     assert_no_crash(result)
     assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
-    assert f"worse than baseline http://{host}/base.json by more than 10%" in result.stdout.str()
+    assert (f"worse than baseline http://{host}/base.json?X-Amz-Credential=***&"
+            "X-Amz-Signature=***&X-Amz-Security-Token=***&sig=*** by more than 10%") \
+        in result.stdout.str()
     assert_no_secret(result.stdout.str(), result.stderr.str(),
                      project.path.joinpath("now.json").read_text())
+
+
+@pytest.mark.parametrize("param", ["X-Amz-Signature=deadbeef99", "sig=azuresig55",
+                                   "X-Amz-Security-Token=sessiontok77"])
+def test_a_credential_in_a_testpaths_url_is_refused_before_pytest_prints_it(
+        project: TokProject, server, param: str):
+    """pytest prints `testpaths` whole in its session header: a presigned URL there would
+    show its signature. A usage error says how to pass it instead (issue #31, item 11); the
+    same URL on the command line is used, and shown without it."""
+    root, host = server
+    (root / "a.jsonl").write_text("".join(json.dumps(rec(i)) + "\n" for i in range(1, 4)))
+    url = f"http://{host}/a.jsonl?versionId=1&{param}"
+    project.ini(testpaths=url)
+    result = project.run(paths=())
+    assert_no_crash(result)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str() + result.stderr.str()
+    name = param.split("=")[0]
+    assert (f"testpaths: http://{host}/a.jsonl?versionId=1&{name}=*** carries a credential "
+            f"({name}), and pytest prints testpaths whole") in result.stderr.str(), result.stderr.str()
+    assert "on the command line" in result.stderr.str()
+    assert_no_secret(result.stdout.str(), result.stderr.str())
+    project.ini()
+    result = project.run("-rA", paths=(url,))
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str() + result.stderr.str()
+    assert_no_secret(result.stdout.str(), result.stderr.str())

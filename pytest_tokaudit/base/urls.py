@@ -19,16 +19,25 @@ def protocol(url: str) -> str:
     return url.split("://", 1)[0].lower()
 
 
+def url_name(url: str) -> str:
+    """The file name a URL ends in: for http(s) the path's last part (the query is no part
+    of it), for a store the key's (a key may hold `?`: `c?versionId=1.jsonl`)."""
+    if protocol(url) in ("http", "https"):
+        url = urlsplit(url).path
+    return url.rstrip("/").rsplit("/", 1)[-1]
+
+
 def display_url(url: str) -> str:
-    """The URL as node ids, findings, messages and reports show it: never a user:password@,
-    for http(s) no query or fragment (a presigned URL's signature is a credential), and for
-    other protocols no value of a credential parameter (`sig=`, `X-Amz-Signature=`, ...:
-    `?versionId=` stays)."""
+    """The URL as node ids, findings, messages and reports show it: never a user:password@
+    nor the value of a credential parameter (`sig=***`, `X-Amz-Signature=***`, ...), for
+    http(s) no fragment. The rest of the query stays: `?versionId=1` and `?versionId=2`
+    are two objects, so two items (two URLs that differ only in a credential's value show
+    as one: run/remote.py refuses them)."""
     parts = urlsplit(url)
     netloc = parts.netloc.rpartition("@")[2]
     if protocol(url) in ("http", "https"):
-        return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
-    if netloc != parts.netloc:
+        url = urlunsplit((parts.scheme, netloc, parts.path, parts.query, ""))
+    elif netloc != parts.netloc:
         url = url.replace(parts.netloc, netloc, 1)
     return _SECRET_PARAM.sub(r"\1=***", url) if "?" in url else url
 
@@ -39,6 +48,13 @@ def display_url(url: str) -> str:
 _SECRET_PARAM = re.compile(
     r"(?i)(?<=[?&;])((?:[\w.\-]*(?:signature|credential|token|secret|password|key)[\w.\-]*)|sig)"
     r"=[^&#\s\"'<>]*")
+def secret_params(url: str) -> list[str]:
+    """The names of the query parameters of `url` whose values are credentials, in order."""
+    if "?" not in url:
+        return []
+    return [m.group(1) for m in _SECRET_PARAM.finditer(url)]
+
+
 # user:password@ (or a lone token@) after a scheme, anywhere in a text.
 _USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]+://)[^/@\s\"'<>]+@")
 

@@ -30,6 +30,11 @@ def ini_keys() -> list[str]:
     return [key for module in modules() for key in getattr(module, "INI_KEYS", ())]
 
 
+def path_options() -> list[tuple[str, str]]:
+    """(flag, dest) of every option naming a file an output writes (each PATH_OPTIONS)."""
+    return [opt for module in modules() for opt in getattr(module, "PATH_OPTIONS", ())]
+
+
 def configure(config: pytest.Config) -> None:
     """With the audit on, after the controller: each output registers what it needs."""
     for module in modules():

@@ -255,6 +255,9 @@ def _special(path: Path) -> bool:
         return False
 
 
+PATH_OPTIONS = (("--tokaudit-failures", "tokaudit_failures"),)  # files written (run/targets.py)
+
+
 def add_options(parser: pytest.Parser, group: pytest.OptionGroup) -> None:
     group.addoption(
         "--tokaudit-failures", metavar="PATH", default=None,

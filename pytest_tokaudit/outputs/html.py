@@ -884,6 +884,9 @@ class PytestHtmlExtras:
                        + "".join(charts) + "</div>")
 
 
+PATH_OPTIONS = (("--tokaudit-html", "tokaudit_html"),)  # files written (run/targets.py)
+
+
 def add_options(parser: pytest.Parser, group: pytest.OptionGroup) -> None:
     group.addoption(
         "--tokaudit-html", metavar="PATH", default=None,

@@ -44,6 +44,9 @@ class JsonReport:
             terminalreporter.write_line(f"tokaudit JSON report: {self.path}")
 
 
+PATH_OPTIONS = (("--tokaudit-json", "tokaudit_json"),)  # files written (run/targets.py)
+
+
 def add_options(parser: pytest.Parser, group: pytest.OptionGroup) -> None:
     group.addoption(
         "--tokaudit-json", metavar="PATH", default=None,

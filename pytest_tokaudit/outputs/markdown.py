@@ -172,6 +172,9 @@ class JobSummary:
             terminalreporter.write_line(f"tokaudit Markdown summary: {self.path}")
 
 
+PATH_OPTIONS = (("--tokaudit-markdown", "tokaudit_markdown"),)  # files written (run/targets.py)
+
+
 def add_options(parser: pytest.Parser, group: pytest.OptionGroup) -> None:
     group.addoption(
         "--tokaudit-markdown", metavar="PATH", default=None,

@@ -49,6 +49,11 @@ from .items import (
 from .remote import PLUGIN, source_of
 
 
+# Why a sharded file whose every shard ran is not audited (Coverage.missing): not "not
+# selected", which a merge reads as another part's business (Coverage.union).
+UNSELECTED_WHOLE = "whose own verdict ([file]) was not selected (-k, -m, --lf, --deselect)"
+
+
 class Controller:
     def __init__(self, config: pytest.Config, contract: Contract):
         if config is not None:  # the deferred items' judge (run.items.DeferredItem)
@@ -301,15 +306,18 @@ class Controller:
         by_path = self.by_path()
         audited = []
         records = 0
+        missing = {}
+        unselected = self.unselected_wholes()
         for path, parts in by_path.items():
-            if all(s.complete for s in parts) and len(parts) == parts[0].shards:
+            if path in unselected:  # every shard ran, the file's own verdict did not
+                missing[path] = UNSELECTED_WHOLE
+            elif all(s.complete for s in parts) and len(parts) == parts[0].shards:
                 audited.append(path)
             records += sum(s.audited for s in parts)
         selected_files = {f for f in map(data_file_nodeid, self.selected) if f is not None}
-        missing = {}
         done = set(audited)
         for path in dataset:
-            if path in done:
+            if path in done or path in missing:
                 continue
             if path.replace(os.sep, "/") in selected_files:
                 missing[path] = "did not finish (failed to run, skipped, timed out, crashed or stopped)"
@@ -330,6 +338,18 @@ class Controller:
         if remote is not None:  # URL roots: their files are part of the dataset
             remote.extend_coverage(cov, selected_files)
         return cov
+
+    def unselected_wholes(self) -> set[str]:
+        """Sharded files (by path) whose [file] item was not selected (-k, --deselect):
+        their own verdict (allowances, the mean, file checks) is never judged, so they are
+        never audited to the end, however many of their shards ran."""
+        out = set()
+        for nodeid, summary in self.summaries.items():
+            file_id = data_file_nodeid(nodeid)
+            if summary.shard is not None and file_id is not None and (
+                    file_id + WHOLE) not in self.selected:
+                out.add(summary.path)
+        return out
 
     def by_path(self) -> dict[str, list[FileSummary]]:
         out: dict[str, list[FileSummary]] = {}
@@ -396,6 +416,8 @@ class Controller:
                         if o.name in chosen and o.outcome == "skipped")
         unjudged.update((n.split("::")[0] + " [file]", "skipped") for n in sorted(self.unjudged)
                         if n.endswith("::tokaudit[file]"))
+        unjudged.update((f"{path} [file]", "not selected")
+                        for path in sorted(self.unselected_wholes()))
         return RunResult(
             contract=self.contract,
             items=dict(self.summaries),

@@ -8,7 +8,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from ..base.urls import display_url, is_url
+from ..base.urls import display_url, is_url, secret_params
 from ..sources.remote import Listing, RemoteFile, RemoteUnavailable, list_root
 from .config import CONTRACT
 from .coverage import DATA_SUFFIXES
@@ -75,6 +75,16 @@ def configure(config: pytest.Config) -> None:
                 f"{display_url(url)}: a URL must not carry credentials (user:password@); "
                 "configure them for fsspec instead"
             )
+    for url in testpath_urls:
+        secret = secret_params(url)
+        if secret:  # refused before pytest's session header is printed
+            raise pytest.UsageError(
+                f"testpaths: {display_url(url)} carries a credential ({', '.join(secret)}), "
+                "and pytest prints testpaths whole in its session header: give the storage its "
+                "own credentials (fsspec's configuration, or its environment variables: "
+                "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, HF_TOKEN, ...) and name the "
+                "object by its store URL (s3://bucket/key), or pass the signed URL on the "
+                "command line, which pytest does not print")
     config.pluginmanager.register(Remote(config, collected, testpath_urls, named), PLUGIN)
 
 
@@ -108,8 +118,8 @@ class Remote:
         self.collected = list(dict.fromkeys(url_of(a) for a in collected))
         self.selectors: dict[str, list[str]] = {url_of(a): [] for a in collected}
         for a in collected:
-            if url_of(a) != a:
-                self.selectors[url_of(a)].append(a)
+            if url_of(a) != a:  # matched against node ids, which show the URL (display_url)
+                self.selectors[url_of(a)].append(display_url(url_of(a)) + a[len(url_of(a)):])
         self.testpaths = testpaths
         self.named = named
         self.listings: dict[str, Listing] = {}
@@ -124,7 +134,14 @@ class Remote:
         for listing in self.listings.values():
             for url, size, tag in listing.files:
                 f = RemoteFile(url, size, tag)
-                self.files.setdefault(f.display, f)
+                first = self.files.setdefault(f.display, f)
+                if first.url != url:
+                    # Its items, reports and cache entry would be one file's: refused, not
+                    # one of them audited in the other's name.
+                    raise pytest.UsageError(
+                        f"{f.display} names two URLs that differ only in the value of a "
+                        "credential parameter, which is never shown: audit them in separate "
+                        "runs, or name them apart by another parameter")
 
     def file(self, display: str) -> RemoteFile | None:
         return self.files.get(display)

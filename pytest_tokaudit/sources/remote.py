@@ -31,7 +31,7 @@ from typing import Any
 
 import pytest
 
-from ..base.urls import display_url, is_url, protocol, scrub
+from ..base.urls import display_url, is_url, protocol, scrub, url_name
 from .base import SourceError
 
 # protocol -> (extra, the package fsspec needs for it)
@@ -127,7 +127,7 @@ class RemoteFile:
         self.display = display_url(url)
         self.size = size
         self.tag = tag  # ETag or modification time: a rewritten object is another file
-        self.name = self.display.rstrip("/").rsplit("/", 1)[-1]
+        self.name = url_name(self.display)
         self.suffix = os.path.splitext(self.name)[1]
 
     def __str__(self) -> str:
@@ -357,7 +357,7 @@ def list_root(url: str, patterns: tuple[str, ...], norecurse: list[str],
         if info.get("type", "file") != "file":
             continue
         if base is None:  # the root is the file (its name without an http query)
-            file_url, rel = url, display_url(url).rstrip("/").rsplit("/", 1)[-1]
+            file_url, rel = url, url_name(display_url(url))
         else:
             rel = name[len(base):].lstrip("/") if name.startswith(base) else name
             file_url = url.rstrip("/") + "/" + rel

@@ -88,3 +88,33 @@ def test_a_whole_run_says_nothing_of_the_kind(project: TokProject):
     result = project.run()
     assert result.ret == OK
     assert HEAD not in result.stdout.lines
+
+
+@pytest.mark.parametrize("how", [("--deselect", "data/big.jsonl::tokaudit[file]"),
+                                 ("-k", "not file")], ids=["deselect", "k"])
+def test_a_file_verdict_left_out_leaves_the_file_unaudited(project: TokProject, how, tmp_path):
+    """Every shard ran, but the file's own verdict (allowances, the mean, file checks) did
+    not: the file is not audited to the end, the run is partial, and a merge of its report
+    cannot pass the file (issue #31, item 7)."""
+    from test_merge import merge
+
+    dataset(project)
+    assert shard_count((project.path / "data/big.jsonl").stat().st_size, 600) > 1
+    result = project.run(*how, "--tokaudit-json=part.json")
+    assert_no_crash(result)
+    out = result.stdout.str()
+    assert result.ret == OK, out
+    assert "coverage: passed" not in out
+    assert tail(result) == [
+        HEAD,
+        "  not audited: 1 data file whose own verdict ([file]) was not selected (-k, -m, "
+        "--lf, --deselect): data/big.jsonl",
+        "  not judged (skipped): coverage, budget, unique_ids",
+        "  not judged (not selected): data/big.jsonl [file]",
+        "tokaudit JSON report: part.json",
+    ], out
+    ret, out, err = merge(str(project.path / "part.json"))
+    assert ret == FAILED, out + err
+    assert "FAILED tokaudit::coverage - the reports together did not audit the whole dataset" \
+        in out, out
+    assert "data/big.jsonl" in out

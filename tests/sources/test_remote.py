@@ -550,16 +550,19 @@ def test_credentials_in_fsspec_configuration_are_never_printed(
     assert result.ret == USAGE
 
 
-def test_one_file_over_http_and_one_item_by_node_id(one: TokProject, s3: S3, bucket: str):
-    """An http(s) URL is one file (no listing); its query string (a presigned URL's
-    signature, say) is used but never shown. A URL argument may name one item."""
+def test_one_file_over_http_and_one_item_by_node_id(one: TokProject, s3: S3, bucket: str,
+                                                    monkeypatch: pytest.MonkeyPatch):
+    """An http(s) URL is one file (no listing); a credential in its query (a presigned
+    URL's signature, say) is used but never shown. A URL argument may name one item."""
     s3.put(bucket, "data/a.jsonl", b"\n".join(json.dumps(rec(i, billed=30 if i == 3 else None)).encode()
                                              for i in range(1, 6)))
     one.ini()
+    monkeypatch.setenv("COLUMNS", "200")  # the failure section's title fits
     url = f"{s3.endpoint}/{bucket}/data/a.jsonl"
     result = one.run("-rA", paths=(url + "?X-Amz-Signature=sekrit0query0value",))
     assert_clean(result)
     assert "sekrit0query0value" not in result.stdout.str() + result.stderr.str()
+    url += "?X-Amz-Signature=***"  # as shown
     assert result.ret == FAILED, result.stdout.str()
     assert any(line.startswith(f"{url}:3: sample_id=3: count: billed 30, counted 10")
                for line in failure_section(result, url)), result.stdout.str()
@@ -613,7 +616,8 @@ def test_an_unchanged_object_reuses_its_result_and_a_rewritten_one_is_audited(
         result = one.run("--tokaudit-json=audit.json", paths=(http + "?X-Amz-Signature=x",))
         assert_clean(result)
         cache = json.loads((one.path / "audit.json").read_text())["cache"]
-        assert cache["items"] == [] and cache["audited"] == [f"{http}::tokaudit"], cache
+        assert cache["items"] == [] and cache["audited"] == [
+            f"{http}?X-Amz-Signature=***::tokaudit"], cache
 
 
 # -- an object that changes between listing and audit (issue #22, item 3) --------------------
@@ -756,3 +760,44 @@ def test_a_key_holding_colons_named_on_the_command_line(one: TokProject, s3: S3,
     result = one.run("-rA", paths=(shard,))
     assert_clean(result)
     assert re.findall(r"^PASSED (.+)$", result.stdout.str(), re.M) == [shard], result.stdout.str()
+
+
+# -- URLs that differ only in their query (issue #31, item 8) ---------------------------------
+
+def test_urls_differing_only_in_their_query_are_two_items(one: TokProject, s3: S3, bucket: str):
+    """Two versions of one object, each at its own presigned https URL (`?versionId=`):
+    two items, each audited, named apart; neither hides the other, in either order. The
+    signature is shown without its value; two URLs that differ only in a credential's value
+    cannot be named apart, and are refused. (moto serves a signed URL's object; any
+    signature will do.)"""
+    s3.client.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
+    s3.put(bucket, "data/a.jsonl", jsonl([rec(i) for i in range(1, 4)]))
+    s3.put(bucket, "data/a.jsonl", jsonl([rec(1), rec(2, billed=30), rec(3)]))
+    first = jsonl([rec(i) for i in range(1, 4)])
+    ids = sorted((s3.client.get_object(Bucket=bucket, Key="data/a.jsonl", VersionId=v)[
+        "Body"].read() != first, v) for v in (
+        v["VersionId"] for v in s3.client.list_object_versions(Bucket=bucket)["Versions"]))
+    good, bad = (f"{s3.endpoint}/{bucket}/data/a.jsonl?versionId={v}" for _, v in ids)
+    sign = "&X-Amz-Signature=sekrit0query0value"
+    one.ini()
+    for order in ((good, bad), (bad, good)):
+        result = one.run("-rA", paths=tuple(url + sign for url in order))
+        assert_clean(result)
+        text = result.stdout.str()
+        assert "sekrit0query0value" not in text + result.stderr.str()
+        assert result.ret == FAILED, text
+        assert f"PASSED {good}&X-Amz-Signature=***::tokaudit" in text, text
+        assert f"FAILED {bad}&X-Amz-Signature=***::tokaudit" in text, text
+        assert f"{bad}&X-Amz-Signature=***:2: sample_id=2: count: billed 30, counted 10" in text, text
+        assert "pytest.ini::tokaudit::coverage: passed: 2 data files (6 records)" in text, text
+    # One item by its node id, named with the signature the URL needs.
+    result = one.run("-rA", paths=(good + sign + "::tokaudit",))
+    assert_clean(result)
+    assert f"PASSED {good}&X-Amz-Signature=***::tokaudit" in result.stdout.lines, \
+        result.stdout.str()
+    result = one.run("-rA", paths=(good + sign, good + "&X-Amz-Signature=other0value"))
+    assert_clean(result)
+    assert "sekrit0query0value" not in result.stdout.str() + result.stderr.str()
+    assert result.ret == USAGE, result.stdout.str()
+    assert (f"{good}&X-Amz-Signature=*** names two URLs that differ only in the value of a "
+            "credential") in result.stderr.str(), result.stderr.str()
