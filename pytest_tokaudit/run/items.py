@@ -31,7 +31,7 @@ from ..base.formats import source_of
 from ..base.text import printable
 from ..checks.dataset import check_names
 from ..engine.failure import failure_lines, listed
-from ..engine.observers import METER, SINK, Observers
+from ..engine.observers import Observers
 from ..engine.passes import audit
 from ..engine.plain import HookError, check_file
 from ..model.contract import Contract
@@ -45,6 +45,7 @@ from .cache import entry_for, reuse
 from .compat import failure_repr, teardown_towards
 from .config import CONTRACT
 from .engines import ENGINE, EngineError, Result, Task
+from .keys import METER, SINK
 
 # The controller's judge of a deferred item (registered where config.workerinput is absent).
 JUDGE = pytest.StashKey[Callable[["DeferredItem"], None]]()

@@ -265,6 +265,26 @@ def parse_line(
     return Record(line, obj, record_id, count, None, cut[1], contract.ids_field[0])
 
 
+def parse_object(obj: Any, line: int, contract: Contract) -> Record | Rejected | _Skipped:
+    """A record already parsed (the public API's dicts) -> Record, SKIPPED, or Rejected, as
+    parse_line judges the same object read from a line."""
+    if type(obj) is not dict:
+        return Rejected([Finding("json", f"expected a JSON object, found {_type_name(obj)}", line)])
+    if contract.where:
+        flag = get_path(obj, contract.where)
+        if flag is MISSING or not flag:
+            return SKIPPED
+    problems, record_id, count, ids = _schema(obj, contract, True)
+    texts = None
+    if contract.text_template is not None:
+        texts = _template_texts(obj, contract, problems)
+    if problems:
+        return rejected(obj, contract, problems, line, record_id, count)
+    if texts is not None:
+        return TextRecord(line, obj, record_id, count, ids, texts=texts)
+    return Record(line, obj, record_id, count, ids)
+
+
 def rejected(obj: dict, contract: Contract, problems: list[str], line: int, record_id: Any,
              count: int | None) -> Rejected:
     """A record parsed as an object that cannot be checked: its schema findings, and which
