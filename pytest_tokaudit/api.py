@@ -50,7 +50,7 @@ from .model.contract import KEYS, PATH_ATTRS, TOKEN_ATTRS, ContractError, Key, _
 from .model.outcome import Outcome
 from .model.summary import FileSummary
 from .sources.base import WHOLE, Part
-from .sources.jsonl import max_line_bytes
+from .sources.jsonl import JSON_WS, max_line_bytes
 from .sources.parquet import ParquetUnavailable
 from .sources.parse import parse_object
 from .sources.remote import (
@@ -420,17 +420,16 @@ class RecordAudit(Iterator[AuditFinding]):
         summary.lines += 1
         line = summary.lines
         if type(item) is dict:
-            summary.records += 1
             take.take_parsed(line, parse_object(item, line, self.contract))
         elif isinstance(item, (str, bytes, bytearray, memoryview)):
-            body = (item.encode("utf-8", "surrogatepass") if isinstance(item, str)
-                    else bytes(item)).strip()
+            raw = _encoded(item) if isinstance(item, str) else bytes(item)
+            body = raw.strip(JSON_WS)
             if not body:
                 summary.blank += 1
                 return
-            take.take(line, len(body) if len(body) > self._limit else body)
+            # Too long: its size, as the file reader gives it (the line without its newline).
+            take.take(line, len(raw) if len(raw) > self._limit else body)
         else:  # a list, a number...: no record, as the JSON line `[1, 2]` is none
-            summary.records += 1
             take.take_parsed(line, parse_object(item, line, self.contract))
         self._pending += 1
         if self._pending >= self._batch:
@@ -455,6 +454,16 @@ class RecordAudit(Iterator[AuditFinding]):
         closer = getattr(self._records, "close", None)
         if closer is not None:
             closer()
+
+
+def _encoded(text: str) -> bytes:
+    """A JSON line given as text, as bytes: a str decoded with errors="surrogateescape" gets
+    its bytes back (the reader then words their invalid UTF-8 as for the file); any other
+    lone surrogate is encoded as such, and is invalid UTF-8 too."""
+    try:
+        return text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass")
 
 
 class _Collect(Recorder):
