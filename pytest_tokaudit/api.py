@@ -28,7 +28,7 @@ import dataclasses
 import difflib
 import os
 import sys
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -119,8 +119,10 @@ class Contract(_contract.Contract):
     def from_json(cls, texts: Any, origin: str = "report") -> Contract:
         """The contract a JSON report was written under (its ``contract`` object), resolved:
         token names need the tokenizer the report names."""
-        contract = _contract.Contract.from_json(texts, origin)
-        return _as_api(contract).resolve_tokens()
+        try:
+            return _as_api(_contract.Contract.from_json(texts, origin).resolve_tokens(), cls)
+        except ValueError as exc:  # ContractError, or a tokenizer that cannot be loaded
+            raise ContractError(scrub(str(exc))) from None
 
 
 def _resolved(cls: type[Contract], raw: Mapping[str, tuple[Any, str, Path]],
@@ -389,7 +391,7 @@ class RecordAudit(Iterator[AuditFinding]):
         self.contract = ensure_resolved(contract)
         self.file_summary = new_summary(self.contract, name)
         self._hook = hook
-        self._found: list[AuditFinding] = []
+        self._found: deque[AuditFinding] = deque()
         self._recorder = _Collect(self._found)
         self._pass = PlainPass(self.contract, hook, self.file_summary, Observers(sink=self._recorder))
         self._limit = max_line_bytes(self.contract)
@@ -408,15 +410,40 @@ class RecordAudit(Iterator[AuditFinding]):
             if self._done:
                 raise StopIteration
             self._step()
-        return found.pop(0)
+        return found.popleft()
+
+    def add(self, record: Any) -> list[AuditFinding]:
+        """Check one more record now (a dict, or a JSON line), after those read so far: its
+        findings. For a loop that buys responses one at a time (audit_records(contract)
+        with no records, then add each); ``finish()`` once it is done."""
+        if self._done:
+            raise ValueError("the audit is finished: start another to add records")
+        self._take(record)
+        self._flush()
+        return self._taken()
+
+    def finish(self) -> list[AuditFinding]:
+        """End the stream: the per-file checks (the mean, the outlier allowance) run; their
+        findings, and any not yet taken."""
+        if not self._done:
+            self._finish()
+        return self._taken()
+
+    def _taken(self) -> list[AuditFinding]:
+        found = list(self._found)
+        self._found.clear()
+        return found
 
     def _step(self) -> None:
-        summary, take = self.file_summary, self._pass
         try:
             item = next(self._records)
         except StopIteration:
             self._finish()
             return
+        self._take(item)
+
+    def _take(self, item: Any) -> None:
+        summary, take = self.file_summary, self._pass
         summary.lines += 1
         line = summary.lines
         if type(item) is dict:
@@ -469,7 +496,7 @@ def _encoded(text: str) -> bytes:
 class _Collect(Recorder):
     """A pass's sink that turns its entries into AuditFindings as they come."""
 
-    def __init__(self, out: list[AuditFinding]):
+    def __init__(self, out: deque[AuditFinding]):
         super().__init__()
         self.out = out
 
@@ -477,14 +504,14 @@ class _Collect(Recorder):
         self.out += [AuditFinding.of_entry(e) for e in found]
 
 
-def audit_records(contract: _contract.Contract, records: Iterable[Any], *,
+def audit_records(contract: _contract.Contract, records: Iterable[Any] = (), *,
                   plugins: Sequence[Any] = (), disable: Iterable[str] = (),
                   name: str = "<records>", batch: int = 1) -> RecordAudit:
     """Audit a stream of records: dicts (a parsed response) or JSON lines (str or bytes;
     a blank one is no record but keeps its place). Returns an iterator of AuditFindings,
     each yielded once its record is checked, whose ``summary`` (Totals) is readable at any
     time: stop reading it (``break``) when drift or spend passes your limit, and no more
-    records are read. ``plugins``: objects or modules with ``pytest_tokaudit_*`` hooks (as a
+    records are read. Or give no records and ``add`` each as it comes. ``plugins``: objects or modules with ``pytest_tokaudit_*`` hooks (as a
     conftest.py has); ``batch``: records checked together (a batch hook such as the round
     trip amortises its calls over them; findings and the summary then lag by at most that
     many records)."""
