@@ -7,11 +7,14 @@ findings over a corpus of bad input equal those of `pytest --tokaudit` on the sa
 
 from __future__ import annotations
 
+import functools
 import gzip
+import http.server
 import json
 import random
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -212,6 +215,42 @@ def test_the_api_gives_a_pytest_runs_verdicts_on_bad_input(pytester: pytest.Pyte
     outcomes = api.judge_dataset(contract, audits)
     assert [o.to_json() for o in outcomes] == [o for o in report["dataset"] if o["name"] != "coverage"]
     assert {o.name: o.outcome for o in outcomes} == {"budget": "failed", "unique_ids": "failed"}
+
+
+def test_audit_file_reads_arrow_ipc_and_a_url(tmp_path: Path):
+    """An Arrow IPC file audits as the same rows in Parquet; a file at an http URL (read
+    through fsspec) as the same file on disk; the path shown is what was given."""
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.feather as feather
+    import pyarrow.parquet as pq
+
+    rows = [good(f"r{i}", n=i % 9 + 2, billed=i % 11) for i in range(40)]
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "rows.parquet")
+    feather.write_feather(pa.Table.from_pylist(rows), tmp_path / "rows.arrow")
+    (tmp_path / "rows.jsonl").write_bytes(jsonl_bytes(rows))
+    contract = api.Contract.from_dict(INI)
+
+    def entry(where: Any) -> dict[str, Any]:
+        audit = api.audit_file(contract, where)
+        assert audit.summary.checked == 40 and audit.failed
+        return {**file_entry(audit.summary), "path": None}
+
+    assert entry(tmp_path / "rows.arrow") == entry(tmp_path / "rows.parquet")
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(tmp_path)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/rows.jsonl"
+        assert api.audit_file(contract, url).summary.path == url
+        assert entry(url) == entry(tmp_path / "rows.jsonl")
+        with pytest.raises(api.ContractError, match="cannot list"):
+            api.audit_file(contract, url.replace("rows", "none"))
+    finally:
+        server.shutdown()
 
 
 # -- streaming ------------------------------------------------------------------------------------
