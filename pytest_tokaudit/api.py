@@ -77,7 +77,15 @@ class Contract(_contract.Contract):
     """The contract: every tolerance and field name, validated as pytest.ini is and with its
     token names resolved through its tokenizer when it is made. Make one with
     ``Contract.from_dict``, ``Contract.from_ini`` or ``Contract.from_json``; ``replace``
-    changes values (validated again). A bad value raises ContractError naming the key."""
+    changes values (validated again). A bad value raises ContractError naming the key.
+
+    However it is made (``Contract(...)``, ``replace``, ``dataclasses.replace``), its token
+    specs are resolved to ids when it is: the structure check never runs without them."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        for attr, ids in self.token_ids().items():
+            object.__setattr__(self, attr, ids)
 
     @classmethod
     def from_dict(cls, values: Mapping[str, Any], *, base_dir: str | os.PathLike[str] | None = None,

@@ -7,6 +7,7 @@ findings over a corpus of bad input equal those of `pytest --tokaudit` on the sa
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import gzip
 import http.server
@@ -112,6 +113,14 @@ def test_a_contract_from_json_checks_structure():
     assert ModelContract.from_json(texts).require_last_ids == ()
     assert api.Contract.from_json(texts).require_last_ids == (7,)
     records = [rec("a", 5, last=7), rec("b", 5, last=8)]
+    # However an API contract is made, its specs are resolved with it.
+    names = ModelContract.__match_args__[:24]  # its 24 positional arguments
+    values = [("7",) if n == "require_last" else getattr(ModelContract.from_json({}), n) for n in names]
+    assert ModelContract(*values).require_last_ids == ()
+    made = api.Contract(*values)
+    assert made.require_last_ids == (7,)
+    assert dataclasses.replace(made, require_last=("8",)).require_last_ids == (8,)
+    assert made.replace(forbid="0 1").forbid_ids == (0, 1)
     for contract in (api.Contract.from_json(texts), ModelContract.from_json(texts)):
         found = [(f.line, f.check) for f in api.audit_records(contract, records)]
         assert found == [(2, "require_last")]

@@ -715,6 +715,10 @@ class Contract:
 
     def resolve_tokens(self) -> Contract:
         """Turn token specs (ids or names) into ids; names need a tokenizer."""
+        return dataclasses.replace(self, **self.token_ids())
+
+    def token_ids(self) -> dict[str, Any]:
+        """`<attr>_ids` -> the ids (a tuple) of each token spec attribute; names need a tokenizer."""
         resolved: dict[str, Any] = {}  # "<attr>_ids" -> a tuple of ids, for dataclasses.replace
         for attr in TOKEN_ATTRS:
             specs = getattr(self, attr)
@@ -730,7 +734,7 @@ class Contract:
                 )
 
             resolved[attr + "_ids"] = resolve_tokens(self.tokenizer_object(), specs, key)
-        return dataclasses.replace(self, **resolved)
+        return resolved
 
     def describe(self, attrs: tuple[str, ...]) -> str:
         """'pytest.ini [tokaudit_count_abs = 8, ...]': values and where they came from."""
