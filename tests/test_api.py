@@ -30,11 +30,21 @@ from pytest_tokaudit.model.report import file_entry
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def test_importing_the_api_imports_no_pytest():
-    code = ("import sys, pytest_tokaudit.api, pytest_tokaudit; pytest_tokaudit.api.Contract; "
-            "assert 'pytest' not in sys.modules and '_pytest' not in sys.modules, "
-            "sorted(m for m in sys.modules if 'pytest' in m)")
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+def test_importing_the_api_imports_no_pytest(tmp_path: Path):
+    check = ("assert 'pytest' not in sys.modules and '_pytest' not in sys.modules, "
+             "sorted(m for m in sys.modules if 'pytest' in m)")
+    (tmp_path / "a.jsonl").write_bytes(jsonl_bytes([rec("a", 5), rec("b", 5, 50), "{"]))
+    code = "\n".join([
+        "import sys, pytest_tokaudit.api, pytest_tokaudit", check,
+        # nor does using it: a contract, a stream, a file, the dataset checks
+        "from pytest_tokaudit import api",
+        "c = api.Contract.from_dict({'tokaudit_unique_ids': True, 'tokaudit_budget': 10})",
+        "a = api.audit_file(c, 'a.jsonl')",
+        "assert [f.check for f in a.findings] == ['count', 'json', 'count_outliers', 'count_mean']",
+        "assert [(f.line, f.check) for f in api.audit_records(c, [{}])] == [(1, 'schema')] * 3",
+        "assert [o.outcome for o in api.judge_dataset(c, [a])] == ['failed', 'passed']", check,
+    ])
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path,
                             timeout=60, env={"PYTHONPATH": str(ROOT), "PATH": ""})
     assert result.returncode == 0, result.stderr
 
