@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from conftest import RUN_TIMEOUT, UNRELATED_PLUGINS, jsonl_bytes, rec
 from tokdata import END_THINK, IM_END, qwen_dir
 
@@ -234,6 +236,43 @@ def test_the_api_gives_a_pytest_runs_verdicts_on_bad_input(pytester: pytest.Pyte
     outcomes = api.judge_dataset(contract, audits)
     assert [o.to_json() for o in outcomes] == [o for o in report["dataset"] if o["name"] != "coverage"]
     assert {o.name: o.outcome for o in outcomes} == {"budget": "failed", "unique_ids": "failed"}
+
+
+# Lines of any kind: bytes, text, JSON values, records near the contract, white space.
+_values = st.one_of(st.none(), st.booleans(), st.integers(-3, 2**70), st.floats(), st.text(max_size=4),
+                    st.lists(st.integers(-1, 2**65), max_size=5), st.lists(st.integers(0, 9), max_size=12))
+_records = st.fixed_dictionaries({}, optional={
+    "sample_id": st.one_of(st.text(max_size=3), st.integers(), st.none()),
+    "completion_tokens": _values, "output_ids": _values,
+})
+_lines = st.one_of(
+    st.binary(max_size=20).map(lambda b: b.replace(b"\n", b"")),
+    _records.map(lambda r: json.dumps(r).encode()),
+    st.builds(lambda i, n, d: json.dumps(good(f"s{i}", n=n, billed=max(0, n + d))).encode(),
+              st.integers(0, 5), st.integers(2, 30), st.integers(-12, 12)),
+    st.sampled_from([b"", b" ", b"\t", b"\r", b" \r", b"\x0c{}", b"[]", b"1e400"]),
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(lines=st.lists(_lines, max_size=20), newline=st.sampled_from([b"\n", b"\r\n"]),
+       last=st.booleans())
+def test_a_stream_of_lines_audits_as_the_file_of_them(tmp_path_factory, lines: list[bytes],
+                                                       newline: bytes, last: bool):
+    """The stream of a file's lines (each without its \\n, a \\r kept) and the file itself:
+    the same summary and findings, whatever the lines hold."""
+    data = newline.join(lines) + (newline if last and lines else b"")
+    path = tmp_path_factory.mktemp("stream") / "f.jsonl"
+    path.write_bytes(data)
+    contract = api.Contract.from_dict({**INI, "tokaudit_max_line_bytes": "60"})
+    items = data.split(b"\n")
+    if data.endswith(b"\n"):
+        items.pop()
+    stream = api.audit_records(contract, items if data else [], name=str(path))
+    found = list(stream)
+    whole = api.audit_file(contract, path)
+    assert file_entry(stream.file_summary) == file_entry(whole.summary)
+    assert found == whole.findings
 
 
 def test_audit_file_reads_arrow_ipc_and_a_url(tmp_path: Path):
