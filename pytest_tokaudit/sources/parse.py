@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+from array import array
 from typing import (
     Any,
     Iterable,
@@ -21,6 +22,7 @@ from ..model.records import SKIPPED, Record, Rejected, TextRecord, _Skipped
 
 # orjson's integer range; a value outside it cannot be kept as an int in a report either.
 U64_MAX = 2**64 - 1
+_U64_ARRAY = array("Q").itemsize == 8  # array("Q", ids) then holds exactly 0..U64_MAX
 
 
 I64_MIN = -(2**63)
@@ -194,9 +196,12 @@ def check_ids(ids: Any, name: str) -> str | None:
         return f"{name} must be a list of token ids, found {_type_name(ids)}"
     if not ids:
         return None
-    types = set(map(type, ids))
-    if types == {int} and min(ids) >= 0 and max(ids) <= U64_MAX:
-        return None
+    if set(map(type, ids)) == {int} and _U64_ARRAY:
+        try:
+            array("Q", ids)  # one pass in C: every id from 0 to 2**64-1 (min and max took two)
+            return None
+        except OverflowError:  # which one, and how: below
+            pass
     for i, value in enumerate(ids):
         if not _is_int(value):
             return (f"{name}[{i}] must be an integer token id, "
