@@ -23,7 +23,6 @@ so there is one workflow. Importing it does not import pytest (tests/test_api.py
 
 from __future__ import annotations
 
-import configparser
 import dataclasses
 import difflib
 import os
@@ -117,7 +116,7 @@ class Contract(_contract.Contract):
         path = Path(path)
         try:
             values = _ini_values(path)
-        except (OSError, ValueError) as exc:  # unreadable, or not valid TOML / INI
+        except Exception as exc:  # noqa: BLE001 - unreadable, not valid TOML or INI: say why
             raise ContractError(f"cannot read {path}: {exc}") from None
         raw = {k.name: (values[k.name], path.name, path.parent.absolute())
                for k in KEYS if k.name in values}
@@ -168,10 +167,11 @@ def _ini_values(path: Path) -> dict[str, Any]:
         else:  # pytest.toml, .pytest.toml
             table = data.get("pytest", {})
         return dict(table) if isinstance(table, dict) else {}
-    parser = configparser.ConfigParser(interpolation=None)
-    parser.read_string(path.read_text(encoding="utf-8"), source=str(path))
+    import iniconfig  # what pytest reads ini files with (its dependency)
+
+    ini = iniconfig.IniConfig(str(path), data=path.read_text(encoding="utf-8"))
     section = "tool:pytest" if path.name == "setup.cfg" else "pytest"
-    return dict(parser[section]) if parser.has_section(section) else {}
+    return dict(ini[section].items()) if section in ini else {}
 
 
 def contract_from_values(raw: Mapping[str, tuple[Any, str, Path]], *,

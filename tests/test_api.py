@@ -118,6 +118,15 @@ def test_from_ini_reads_each_file_pytest_reads(tmp_path: Path, name: str, text: 
     assert contract.sources["tokaudit_count_abs"] == ("3", name)
 
 
+def test_from_ini_refuses_a_file_it_cannot_read(tmp_path: Path):
+    path = tmp_path / "pytest.ini"
+    path.write_text("[pytest]\ntokaudit_count_abs = 1\ntokaudit_count_abs = 2\n")
+    with pytest.raises(api.ContractError, match=r"^cannot read .*pytest.ini: .*duplicate name 'tokaudit_count_abs'"):
+        api.Contract.from_ini(path)
+    with pytest.raises(api.ContractError, match=r"^cannot read .*nothing.toml: .*No such file"):
+        api.Contract.from_ini(tmp_path / "nothing.toml")
+
+
 def test_a_contract_from_json_checks_structure():
     # The model's from_json leaves token specs unresolved (a report names them); the API's
     # contract never audits with them so: the structure check would pass every record.
@@ -363,6 +372,30 @@ def test_a_plugin_object_runs_with_the_built_in_checks():
     assert found[:2] == [(2, "custom", "a provider we do not buy from"), (3, "count", found[1][2])]
     off = api.audit_records(contract, records, disable=["tokaudit.count"])
     assert [f.check for f in off] == []
+
+
+def test_a_conftest_file_judges_the_dataset(tmp_path: Path):
+    """A plugin given by path (a conftest.py, say): its batch hook fills a channel, its
+    dataset check judges it, as in the docs' example of pytest_tokaudit_check_dataset."""
+    conftest = tmp_path / "conftest.py"
+    conftest.write_text(
+        "from pytest_tokaudit import Outcome\n"
+        "def pytest_tokaudit_dataset_checks():\n    return ['providers']\n"
+        "def pytest_tokaudit_check_batch(records, summary):\n"
+        "    summary.channel('providers').extend({r.data['provider'] for r in records})\n"
+        "def pytest_tokaudit_check_dataset(name, dataset):\n"
+        "    if name != 'providers':\n        return None\n"
+        "    seen = sorted({p for _, values in dataset.channel('providers') for p in values})\n"
+        "    return Outcome.failed(f'mixed: {seen}') if len(seen) > 1 else Outcome.passed(f'one: {seen}')\n")
+    contract = api.Contract.from_dict({})
+    audits = []
+    for i, provider in enumerate(("a", "b")):
+        audit = api.audit_records(contract, [rec("x", provider=provider)], plugins=[conftest], name=f"f{i}")
+        assert list(audit) == []
+        audits.append(audit)
+    outcomes = api.judge_dataset(contract, audits, plugins=[conftest])
+    assert [(o.name, o.outcome, o.message) for o in outcomes] == [("providers", "failed", "mixed: ['a', 'b']")]
+    assert api.judge_dataset(contract, audits[:1], plugins=[str(conftest)])[0].outcome == "passed"
 
 
 def test_judge_dataset_finds_an_id_in_two_files(tmp_path: Path):
