@@ -34,13 +34,13 @@ from pathlib import Path
 from typing import Any
 
 from .base.findings import Finding
-from .base.formats import data_suffixes, source_of
+from .base.formats import data_suffixes
 from .base.urls import display_url, is_url, scrub
 from .checks import DATASET, RECORD, load
 from .checks.dataset import IdsChannel, evaluate
 from .checks.ids import IdIndex
 from .checks.standalone import standalone_hook
-from .engine.observers import NONE, Observers, Recorder, entries
+from .engine.observers import NONE, Observers, Recorder
 from .engine.passes import audit
 from .engine.plain import PlainPass, check_file
 from .engine.template import check_literals
