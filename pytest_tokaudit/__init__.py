@@ -1,6 +1,6 @@
 """pytest-tokaudit: LLM token data (JSONL, Parquet) as data contracts, one test item per file.
 
-The names users touch, imported on first use: pytest imports this package on every run
+The names users touch (and `api`, the audit without pytest), imported on first use: pytest imports this package on every run
 (the entry point is a module of it), with or without --tokaudit, so it stays light.
 """
 
@@ -10,6 +10,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from . import api
     from .base.findings import Finding
     from .checks.dataset import Dataset
     from .model.contract import Allowance, Contract
@@ -28,10 +29,12 @@ _WHERE = {
 }
 
 
-__all__ = [*sorted(_WHERE), "__version__"]
+__all__ = [*sorted(_WHERE), "__version__", "api"]
 
 
 def __getattr__(name: str) -> Any:
+    if name == "api":  # the public API: `from pytest_tokaudit import api`, or this attribute
+        return import_module(".api", __name__)
     if name in _WHERE:
         value = getattr(import_module(f".{_WHERE[name]}", __name__), name)
         globals()[name] = value

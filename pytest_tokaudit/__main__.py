@@ -13,13 +13,10 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
-import pytest
-
+from .api import judge
 from .base.atomic import check_writable
 from .base.atomic import write as write_report
 from .base.urls import display_url, is_url
-from .checks.dataset import evaluate
-from .checks.ids import IdIndex
 from .checks.standalone import standalone_hook
 from .model import report as jsonreport
 from .model.contract import KEYS_BY_ATTR, Contract
@@ -112,7 +109,7 @@ def union_coverage(cov: Coverage, contract: Contract) -> Outcome:
 
 def merge(paths: list[str], out: str | None, plugins: Sequence[str] = (),
           html: str | None = None) -> int:
-    hook = standalone_hook(list(plugins))
+    hook = standalone_hook(list(plugins))  # the built-in dataset checks, and the plugins
     if out:
         check_writable(out, "--json")  # before any work, not after the verdict
     if html:
@@ -129,11 +126,6 @@ def merge(paths: list[str], out: str | None, plugins: Sequence[str] = (),
             seen[summary.path] = report.name
             files.append(summary)
     files.sort(key=lambda s: s.path)
-    index = None
-    if contract.unique_ids or contract.expected_ids:
-        index = IdIndex()
-        for summary in files:
-            index.add(summary)
     cov = None
     coverages = [r.coverage for r in reports if r.coverage is not None]
     if len(coverages) == len(reports):
@@ -148,7 +140,7 @@ def merge(paths: list[str], out: str | None, plugins: Sequence[str] = (),
         outcomes = [Outcome("coverage", "failed", (
             f"cannot tell whether the reports cover the dataset: {partial} (written by an "
             "older pytest-tokaudit); audit the parts again with this one"))]
-    outcomes += evaluate(hook, files, index, contract, partial)
+    outcomes += judge(hook, contract, files, partial)  # the public API's judge_dataset
     order = ("coverage", *CHECK_ORDER)
     outcomes.sort(key=lambda o: order.index(o.name) if o.name in order else len(order))
     print("\n".join(summary_lines(files, contract)))
@@ -196,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return merge(args.reports, args.json, args.plugin, args.html)
-    except (ValueError, pytest.UsageError) as exc:  # ReportError, ContractError, check_writable
+    except ValueError as exc:  # ReportError, ContractError, check_writable's Unwritable
         print(f"error: {exc}", file=sys.stderr)
         return 2
 

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Sequence
 
-import pytest
+from .base.hooks import hookspec
 
 if TYPE_CHECKING:
     from pathlib import Path
+
+    import pytest
 
     from .checks.dataset import Dataset
     from .model.contract import Contract
@@ -19,7 +21,7 @@ if TYPE_CHECKING:
     from .model.summary import SummaryView
 
 
-@pytest.hookspec(firstresult=True)
+@hookspec(firstresult=True)
 def pytest_tokaudit_contract(path: Path, contract: Contract):
     """Adjust the contract for one file; return a new Contract, or None to keep it.
 
@@ -31,7 +33,7 @@ def pytest_tokaudit_contract(path: Path, contract: Contract):
     """
 
 
-@pytest.hookspec
+@hookspec
 def pytest_tokaudit_check_record(record: AuditedRecord, contract: Contract):
     """Check one well-formed audited record; return findings (None, a str, a Finding or a list).
 
@@ -49,7 +51,7 @@ def pytest_tokaudit_check_record(record: AuditedRecord, contract: Contract):
     """
 
 
-@pytest.hookspec
+@hookspec
 def pytest_tokaudit_check_batch(records: Sequence[AuditedRecord], contract: Contract,
                                 summary: SummaryView, unusable: Sequence[Unusable]):
     """Check a batch of well-formed records at once (for batched work such as a tokenizer).
@@ -71,7 +73,7 @@ def pytest_tokaudit_check_batch(records: Sequence[AuditedRecord], contract: Cont
     """
 
 
-@pytest.hookspec
+@hookspec
 def pytest_tokaudit_check_file(path: Path, summary: SummaryView, contract: Contract):
     """Check a whole file once all its records are read; return file-level findings.
 
@@ -85,7 +87,7 @@ def pytest_tokaudit_check_file(path: Path, summary: SummaryView, contract: Contr
     """
 
 
-@pytest.hookspec
+@hookspec
 def pytest_tokaudit_dataset_checks(contract: Contract):
     """Names of the dataset-wide checks to run; return a list of names, or None.
 
@@ -95,7 +97,7 @@ def pytest_tokaudit_dataset_checks(contract: Contract):
     """
 
 
-@pytest.hookspec(firstresult=True)
+@hookspec(firstresult=True)
 def pytest_tokaudit_check_dataset(name: str, dataset: Dataset, contract: Contract):
     """Judge dataset check ``name``: return an ``Outcome``, or None if the name is not yours.
 

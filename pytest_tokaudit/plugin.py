@@ -90,8 +90,12 @@ def pytest_configure(config: pytest.Config) -> None:
     baseline = config.getoption("tokaudit_baseline")
     if baseline:
         from .checks.baseline import BaselineCheck
+        from .model.contract import ContractError
 
-        pm.register(BaselineCheck(baseline), "tokaudit.baseline")
+        try:
+            pm.register(BaselineCheck(baseline), "tokaudit.baseline")
+        except ContractError as exc:
+            raise pytest.UsageError(str(exc)) from None
     if not hasattr(config, "workerinput"):
         from .run.controller import Controller
         from .run.targets import check_targets
@@ -104,7 +108,12 @@ def pytest_configure(config: pytest.Config) -> None:
             from .run.junit import JunitNames
 
             pm.register(JunitNames(config), "tokaudit.junit")
-    outputs.configure(config)  # each output registers what this process needs
+    from .base.atomic import Unwritable
+
+    try:
+        outputs.configure(config)  # each output registers what this process needs
+    except Unwritable as exc:  # a report that could not be written: say so before any work
+        raise pytest.UsageError(str(exc)) from None
     # URLs on the command line or in testpaths: out of pytest's args, listed and collected
     # by run/remote.py (registered after the collector, so its items come before the checks').
     from .run.remote import configure as configure_remote

@@ -278,6 +278,25 @@ def test_a_wrong_command_is_refused(pytester: pytest.Pytester):
         run_commands(pytester, [["pytest", "--tokaudit", "s3://bucket/data/", "--tokaudit-annotations=always"]])
 
 
+# Every ```python block of docs/api.md runs as written, each in a fresh copy of the example
+# project (the page's file examples read its ini file and data): exit 0, its asserts held.
+API_BLOCKS = [b for b in BLOCKS if b.doc == "docs/api.md" and b.lang == "python"]
+
+
+def test_the_api_page_has_examples_to_run():
+    assert len(API_BLOCKS) >= 3
+    assert any("audit.add(" in b.text and "break" in b.text for b in API_BLOCKS)
+
+
+@pytest.mark.parametrize("block", API_BLOCKS, ids=[b.id for b in API_BLOCKS])
+def test_an_api_example_runs(pytester: pytest.Pytester, block: Block):
+    root = example_copy(pytester)
+    script = root / "example.py"
+    script.write_text(block.text, encoding="utf-8")
+    result = pytester.run(sys.executable, str(script), timeout=RUN_TIMEOUT)
+    assert result.ret == 0, f"{block.id}:\n{result.stdout.str()}\n{result.stderr.str()}"
+
+
 def test_the_local_pre_commit_hook_runs_the_published_hook():
     """The docs' `repo: local` hook (for before a release tag) is .pre-commit-hooks.yaml's."""
     import yaml

@@ -1,8 +1,8 @@
 """The package's layers rule (README, "How it works"), checked by import-linter.
 
-Imports run one way (entry > outputs > run > checks > engine > sources > model >
+Imports run one way (entry > outputs > run > api > checks > engine > sources > model >
 tokenizers > base), imports inside functions included; no package has an import cycle;
-outputs read the run result, never the controller. The contracts are in pyproject.toml.
+outputs read the run result, never the controller; nothing below run/ imports pytest. The contracts are in pyproject.toml.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ def lint_imports(cwd: Path) -> subprocess.CompletedProcess[str]:
 def test_the_package_keeps_its_layers():
     result = lint_imports(ROOT)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "Contracts: 3 kept, 0 broken." in result.stdout
+    assert "Contracts: 4 kept, 0 broken." in result.stdout
 
 
 @pytest.mark.parametrize("module, line, broken", [
@@ -40,6 +40,9 @@ def test_the_package_keeps_its_layers():
     # an output that reads the controller
     ("outputs/github.py", "from ..run import controller  # noqa\n",
      "pytest_tokaudit.outputs is not allowed to import pytest_tokaudit.run.controller"),
+    # pytest below run/: the public API would import it (a hook marker, a UsageError)
+    ("checks/record.py", "def _usage():\n    import pytest  # noqa\n",
+     "pytest_tokaudit.checks is not allowed to import pytest"),
     # two modules of one layer that import each other
     ("sources/base.py", "def _back():\n    from . import jsonl  # noqa\n",
      "No cycles are allowed in pytest_tokaudit.sources"),

@@ -10,11 +10,15 @@ from pathlib import Path
 from typing import Any, BinaryIO, Iterator
 
 import orjson
-import pytest
+
+
+class Unwritable(ValueError):
+    """A report's target that cannot be written; the message names the option. The pytest
+    plugin makes it a usage error, the merge command an exit status of 2."""
 
 
 def check_writable(path: str | os.PathLike, option: str) -> None:
-    """UsageError (naming `option`) unless `write` could write `path`; call it before any work.
+    """Unwritable (naming `option`) unless `write` could write `path`; call it before any work.
 
     Creates and removes a temporary file where the report would go: permission bits alone
     do not tell (root ignores them; a read-only mount does not).
@@ -25,21 +29,21 @@ def check_writable(path: str | os.PathLike, option: str) -> None:
     except FileNotFoundError:
         st = None
     except OSError as exc:
-        raise pytest.UsageError(f"{option}: cannot write {path}: {exc.strerror}") from None
+        raise Unwritable(f"{option}: cannot write {path}: {exc.strerror}") from None
     if st is not None and stat.S_ISDIR(st.st_mode):
-        raise pytest.UsageError(f"{option}: cannot write {path}: it is a directory")
+        raise Unwritable(f"{option}: cannot write {path}: it is a directory")
     if st is not None and not stat.S_ISREG(st.st_mode):
         if not os.access(path, os.W_OK):  # a FIFO or a device, written straight to
-            raise pytest.UsageError(f"{option}: cannot write {path}: permission denied")
+            raise Unwritable(f"{option}: cannot write {path}: permission denied")
         return
     directory = _target(path).parent
     if not directory.is_dir():
         what = "is not a directory" if directory.exists() else "does not exist"
-        raise pytest.UsageError(f"{option}: cannot write {path}: {directory} {what}")
+        raise Unwritable(f"{option}: cannot write {path}: {directory} {what}")
     try:
         fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tokaudit-", suffix=".tmp")
     except OSError as exc:
-        raise pytest.UsageError(
+        raise Unwritable(
             f"{option}: cannot write {path}: cannot create a file in {directory}: {exc.strerror}"
         ) from None
     os.close(fd)

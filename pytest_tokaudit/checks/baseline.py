@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import pytest
-
 from ..base.findings import Finding
+from ..base.hooks import hookimpl
 from ..base.urls import scrub
+from ..model.contract import ContractError
 from ..model.report import ReportError, regressions
 from ..model.summary import FileSummary
 from ..sources.reports import load
@@ -15,15 +15,16 @@ class BaselineCheck:
     """Fails a file that got worse than in an earlier --tokaudit-json report."""
 
     def __init__(self, path: str):
+        """ContractError (a usage error in pytest) if the report cannot be used."""
         try:
             report = load(path, ids=False)  # per-file figures: the ids are never unpacked
         except ReportError as exc:
-            raise pytest.UsageError(f"--tokaudit-baseline: {scrub(str(exc))}") from None
+            raise ContractError(f"--tokaudit-baseline: {scrub(str(exc))}") from None
         self.path = report.name  # a URL without what would be a credential in it
         self.files = report.metrics
         self.summaries = {s.path: s for s in report.files}  # what the HTML report compares
 
-    @pytest.hookimpl
+    @hookimpl
     def pytest_tokaudit_check_file(self, summary, contract):
         base = self.files.get(summary.path)
         if base is None:

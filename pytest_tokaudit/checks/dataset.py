@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
 from ..base.findings import implemented_by, shown
+from ..base.hooks import hookimpl
 from ..base.text import plural, printable
 from ..model.contract import Contract, money
 from ..model.outcome import Outcome
@@ -119,11 +118,11 @@ class BudgetCheck:
         """What of a record its batch hook reads (engine/columnar.py hands light rows)."""
         return frozenset({"count"})
 
-    @pytest.hookimpl
+    @hookimpl
     def pytest_tokaudit_dataset_checks(self, contract):
         return [BUDGET] if contract.budget is not None else None
 
-    @pytest.hookimpl
+    @hookimpl
     def pytest_tokaudit_check_batch(self, records, unusable, summary):
         # Always filled (a few additions per batch), so a report written without a budget
         # can still be merged under one.
@@ -138,7 +137,7 @@ class BudgetCheck:
                 entry[2] += 1
         return None
 
-    @pytest.hookimpl
+    @hookimpl
     def pytest_tokaudit_check_dataset(self, name, dataset, contract):
         if name != BUDGET:
             return None
@@ -174,7 +173,7 @@ class IdsChannel:
         """What of a record its batch hook reads (engine/columnar.py hands light rows)."""
         return frozenset({"line", "id"})
 
-    @pytest.hookimpl
+    @hookimpl
     def pytest_tokaudit_check_batch(self, records, unusable, contract, summary):
         if not (contract.unique_ids or contract.expected_ids):
             return None
@@ -194,11 +193,11 @@ class IdsChannel:
 class UniqueIdsCheck:
     """No record id twice across the dataset."""
 
-    @pytest.hookimpl
+    @hookimpl
     def pytest_tokaudit_dataset_checks(self, contract):
         return ["unique_ids"] if contract.unique_ids else None
 
-    @pytest.hookimpl
+    @hookimpl
     def pytest_tokaudit_check_dataset(self, name, dataset, contract):
         if name != "unique_ids":
             return None
@@ -233,11 +232,11 @@ class UniqueIdsCheck:
 class ExpectedIdsCheck:
     """Every id of the tokaudit_expected_ids manifest has a record."""
 
-    @pytest.hookimpl
+    @hookimpl
     def pytest_tokaudit_dataset_checks(self, contract):
         return ["expected_ids"] if contract.expected_ids else None
 
-    @pytest.hookimpl
+    @hookimpl
     def pytest_tokaudit_check_dataset(self, name, dataset, contract):
         if name != "expected_ids":
             return None

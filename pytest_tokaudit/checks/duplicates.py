@@ -9,9 +9,8 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-import pytest
-
 from ..base.formats import location, place
+from ..base.hooks import hookimpl
 from ..base.text import plural
 from ..model.fastids import canonical
 from ..model.outcome import Outcome
@@ -34,11 +33,11 @@ class UniqueTextCheck:
         """What of a record its batch hook reads: the ids, when the check is on."""
         return frozenset({"ids"} if contract.unique_text else ())
 
-    @pytest.hookimpl
+    @hookimpl
     def pytest_tokaudit_dataset_checks(self, contract):
         return [CHANNEL] if contract.unique_text else None
 
-    @pytest.hookimpl
+    @hookimpl
     def pytest_tokaudit_check_batch(self, records, contract, summary):
         if not contract.unique_text:
             return None
@@ -48,7 +47,7 @@ class UniqueTextCheck:
             values.append([_digest(r), r.line, r.id, shard])
         return None
 
-    @pytest.hookimpl
+    @hookimpl
     def pytest_tokaudit_check_dataset(self, name, dataset, contract):
         if name != CHANNEL:
             return None

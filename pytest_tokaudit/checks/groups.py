@@ -11,10 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
 from ..base.fields import MISSING, get_path
 from ..base.findings import Finding
+from ..base.hooks import hookimpl
 from ..model.records import Record, TextRecord
 from ..model.summary import GROUPS as CHANNEL
 from ..model.summary import label, totals, writable
@@ -38,7 +37,7 @@ class GroupCheck:
         """What of a record its batch hook reads: its fields, when groups are configured."""
         return frozenset({"data"} if contract.group_by else ())
 
-    @pytest.hookimpl
+    @hookimpl
     def pytest_tokaudit_check_batch(self, records, contract, summary):
         if not contract.group_by:
             return None
@@ -65,7 +64,7 @@ class GroupCheck:
                     fig.add_finish(reason)
         return None
 
-    @pytest.hookimpl
+    @hookimpl
     def pytest_tokaudit_check_file(self, summary, contract):
         limit = contract.count_mean_rel
         if not contract.group_by or limit is None:

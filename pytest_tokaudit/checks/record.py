@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Sequence
 
-import pytest
-
 from ..base.findings import Finding
+from ..base.hooks import hookimpl
 from ..model.rules import beyond_outlier_max, count_within, difference_text
 from ..model.summary import writable
 from ..tokenizers.hf import roundtrip
@@ -32,7 +31,7 @@ class CountCheck:
     native_key = "count"  # the columnar path (engine/columnar.py) does this check natively
     native = staticmethod(lambda contract: True)
 
-    @pytest.hookimpl
+    @hookimpl
     def pytest_tokaudit_check_record(
         self, record: AuditedRecord, contract: Contract
     ) -> Finding | None:
@@ -49,7 +48,7 @@ class CountCheck:
             allowable=not beyond,
         )
 
-    @pytest.hookimpl
+    @hookimpl
     def pytest_tokaudit_check_file(self, summary: SummaryView, contract: Contract) -> list[Finding]:
         why = contract.mean_breach(summary.checked, summary.billed, summary.absdiff)
         return [Finding("count_mean", why)] if why else []
@@ -61,7 +60,7 @@ class StructureCheck:
     native_key = "structure"
     native = staticmethod(lambda contract: True)
 
-    @pytest.hookimpl
+    @hookimpl
     def pytest_tokaudit_check_record(
         self, record: AuditedRecord, contract: Contract
     ) -> list[Finding] | None:
@@ -91,7 +90,7 @@ class RoundTripCheck:
         """What of a record its batch hook reads: the ids, when the round trip is on."""
         return frozenset({"ids"} if contract.roundtrip_rel is not None else ())
 
-    @pytest.hookimpl
+    @hookimpl
     def pytest_tokaudit_check_batch(
         self, records: Sequence[AuditedRecord], contract: Contract, summary: SummaryView
     ) -> list[Finding] | None:
@@ -120,7 +119,7 @@ class RoundTripCheck:
 class EmptyCheck:
     """A file with no audited record is suspicious unless allowed."""
 
-    @pytest.hookimpl
+    @hookimpl
     def pytest_tokaudit_check_file(self, summary: SummaryView, contract: Contract) -> Finding | None:
         if summary.audited or summary.unreadable or contract.allow_empty or summary.read_error:
             return None

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
 from ..base.fields import MISSING, get_path
 from ..base.findings import Finding
+from ..base.hooks import hookimpl
 from ..engine.template import first_difference, template_text
 from ..model.records import Record, TextRecord
 from ..model.summary import writable
@@ -21,7 +20,7 @@ class IdsMatchTextCheck:
         """What of a record its batch hook reads: its text, with a text template."""
         return frozenset({"texts", "ids"} if contract.text_template is not None else ())
 
-    @pytest.hookimpl
+    @hookimpl
     def pytest_tokaudit_check_batch(self, records, contract):
         if contract.text_template is None:
             return None
@@ -57,14 +56,14 @@ class FinishReasonCheck:
         and to judge those of records that cannot be checked."""
         return frozenset({"data"} if _tallied(contract) or contract.finish_reason else ())
 
-    @pytest.hookimpl
+    @hookimpl
     def pytest_tokaudit_check_record(self, record, contract):
         if not contract.finish_reason or not contract.finish_reason_field:
             return None
         why = self.why(_data(record), contract)
         return Finding("finish_reason", why) if why else None
 
-    @pytest.hookimpl
+    @hookimpl
     def pytest_tokaudit_check_batch(self, records, contract, summary, unusable):
         """Finish reasons per file, for the HTML report (with tokaudit_finish_reason or
         tokaudit_group_by: the records' fields are read then anyway); and records that cannot

@@ -5,8 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol, Sequence
 
-import pytest
-
 from ..base.findings import Finding
 from ..model.rules import signed_difference
 
@@ -68,8 +66,3 @@ class Observers:
 
 NONE = Observers()
 
-
-# Set on an audit item's stash around its call by the outputs that want them (progress,
-# --tokaudit-failures); the item hands them to its pass.
-METER = pytest.StashKey[Meter]()
-SINK = pytest.StashKey[Sink]()

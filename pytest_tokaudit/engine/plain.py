@@ -8,7 +8,7 @@ from typing import Any, Sequence
 from ..base.findings import Finding, HookError, as_findings, named
 from ..base.text import size_text
 from ..model.contract import Contract
-from ..model.records import SKIPPED, AuditedRecord, Record, Rejected, Unusable
+from ..model.records import SKIPPED, AuditedRecord, Record, Rejected, Unusable, _Skipped
 from ..model.summary import FileSummary, SummaryView
 from ..sources.base import LfsPointer, ReadError
 from ..sources.frames import boundaries
@@ -46,39 +46,48 @@ class PlainPass:
 
     def take(self, line: int, body: bytes | int) -> None:
         """One non-blank line: its body stripped of white space, or its size if too long."""
+        if not isinstance(body, int):
+            self.take_parsed(line, parse_line(body, line, self.contract))
+            return
+        # Longer than the limit: read past, never held or parsed.
         summary = self.summary
         summary.records += 1
-        if isinstance(body, int):  # longer than the limit: read past, never held or parsed
-            summary.unreadable += 1
-            self.pending.append(Finding(
-                "line_length",
-                # No line number of its own: in a shard it would be the shard's, under the
-                # file's line in the finding's location.
-                f"the line is {body:,} bytes, over the limit of {size_text(self.limit)} "
-                "(tokaudit_max_line_bytes)",
-                line,
-            ))
-            self.unusable.append(Unusable(line, None, None))
-        else:
-            parsed = parse_line(body, line, self.contract)
-            if parsed is SKIPPED:
-                summary.skipped += 1
-                return
-            if type(parsed) is Rejected:
-                self.pending += parsed.findings
-                if parsed.data is not None:  # an object: which required fields it lacks
-                    summary.audited += 1
-                    summary.add_unchecked(parsed.missing, parsed.data)
-                else:  # not a JSON object: no record to audit
-                    summary.unreadable += 1
-                if parsed.count is not None:  # spend is spend, checkable or not
-                    summary.billed_unusable += parsed.count
-                    summary.unusable_billed += 1
-                self.unusable.append(Unusable(line, parsed.record_id, parsed.count, parsed.data))
-            else:
+        summary.unreadable += 1
+        self.pending.append(Finding(
+            "line_length",
+            # No line number of its own: in a shard it would be the shard's, under the
+            # file's line in the finding's location.
+            f"the line is {body:,} bytes, over the limit of {size_text(self.limit)} "
+            "(tokaudit_max_line_bytes)",
+            line,
+        ))
+        self.unusable.append(Unusable(line, None, None))
+        if len(self.batch) + len(self.unusable) >= BATCH_RECORDS or self.batch_ids >= BATCH_IDS:
+            self.flush()
+
+    def take_parsed(self, line: int, parsed: Record | Rejected | _Skipped) -> None:
+        """One record as parse_line (or, for the public API's dicts, parse_object) made it."""
+        summary = self.summary
+        summary.records += 1
+        if parsed is SKIPPED:
+            summary.skipped += 1
+            return
+        if type(parsed) is Rejected:
+            self.pending += parsed.findings
+            if parsed.data is not None:  # an object: which required fields it lacks
                 summary.audited += 1
-                self.batch.append(parsed)
-                self.batch_ids += parsed.n_ids
+                summary.add_unchecked(parsed.missing, parsed.data)
+            else:  # not a JSON object: no record to audit
+                summary.unreadable += 1
+            if parsed.count is not None:  # spend is spend, checkable or not
+                summary.billed_unusable += parsed.count
+                summary.unusable_billed += 1
+            self.unusable.append(Unusable(line, parsed.record_id, parsed.count, parsed.data))
+        else:
+            assert type(parsed) is not _Skipped  # for mypy: SKIPPED is its one value
+            summary.audited += 1
+            self.batch.append(parsed)
+            self.batch_ids += parsed.n_ids
         if len(self.batch) + len(self.unusable) >= BATCH_RECORDS or self.batch_ids >= BATCH_IDS:
             self.flush()
 

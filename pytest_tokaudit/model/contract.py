@@ -10,13 +10,12 @@ ContractError whose message names the key; contract_from_config makes it a Usage
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import re
 import shlex
 from dataclasses import dataclass, field
-from typing import Any, Callable
-
-import pytest
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..base.fields import (
     CountSum,
@@ -29,6 +28,9 @@ from ..base.formats import default_glob
 from ..base.urls import display_url, is_url
 from ..tokenizers.hf import load_tokenizer, resolve_tokens
 from .rules import mean_within
+
+if TYPE_CHECKING:
+    import pytest
 
 # Bounds: counts travel as JSON through orjson (64-bit integers at most), and a bad-record
 # list longer than MAX_SHOWN helps nobody.
@@ -45,18 +47,6 @@ MAX_PRICE = 10**6  # per million tokens
 
 
 MAX_TOKEN_ID = 2**32 - 1  # tokenizers hold ids as u32
-
-
-# What this pytest reads: TOML tables that keep their types ([tool.pytest], pytest.toml) came
-# in pytest 9.0, ini types that are unions such as `str | int` in 9.2 ("int" and "float"
-# types in 8.4, but before 9.0 every value reaches a plugin as text or a list anyway).
-_PYTEST = tuple(int(p) for p in pytest.version_tuple[:2])
-
-
-_TYPED_TOML = _PYTEST >= (9, 0)
-
-
-_UNION_TYPES = _PYTEST >= (9, 2)
 
 
 class ContractError(ValueError):
@@ -430,14 +420,30 @@ class Key:
         return ini_type(self.kind)
 
 
+@functools.cache
+def _pytest_version() -> tuple[int, ...]:
+    """The installed pytest's (major, minor), read from its metadata: this module is below
+    the layers that import pytest (the public API runs without it)."""
+    from importlib.metadata import version
+
+    return tuple(int(p) for p in re.findall(r"[0-9]+", version("pytest"))[:2])
+
+
 def ini_type(kind: str) -> Any:
-    """The `type` for parser.addini of a key of this kind (Key.ini_type says why)."""
+    """The `type` for parser.addini of a key of this kind (Key.ini_type says why).
+
+    What this pytest reads: TOML tables that keep their types ([tool.pytest], pytest.toml)
+    came in pytest 9.0, ini types that are unions such as `str | int` in 9.2 ("int" and
+    "float" types in 8.4, but before 9.0 every value reaches a plugin as text or a list anyway).
+    """
     if kind == "args":
         return "args"
-    if _UNION_TYPES:
+    version = _pytest_version()
+    typed_toml, union_types = version >= (9, 0), version >= (9, 2)
+    if union_types:
         unions = {"bool": str | bool, "int": str | int, "int?": str | int, "float": str | float}
         return unions.get(kind, "string")
-    if _TYPED_TOML and kind in ("bool", "int"):
+    if typed_toml and kind in ("bool", "int"):
         return kind
     return "string"
 
@@ -729,6 +735,10 @@ class Contract:
 
     def resolve_tokens(self) -> Contract:
         """Turn token specs (ids or names) into ids; names need a tokenizer."""
+        return dataclasses.replace(self, **self.token_ids())
+
+    def token_ids(self) -> dict[str, Any]:
+        """`<attr>_ids` -> the ids (a tuple) of each token spec attribute; names need a tokenizer."""
         resolved: dict[str, Any] = {}  # "<attr>_ids" -> a tuple of ids, for dataclasses.replace
         for attr in TOKEN_ATTRS:
             specs = getattr(self, attr)
@@ -744,7 +754,7 @@ class Contract:
                 )
 
             resolved[attr + "_ids"] = resolve_tokens(self.tokenizer_object(), specs, key)
-        return dataclasses.replace(self, **resolved)
+        return resolved
 
     def describe(self, attrs: tuple[str, ...]) -> str:
         """'pytest.ini [tokaudit_count_abs = 8, ...]': values and where they came from."""

@@ -1,15 +1,13 @@
 """The run result every output consumes: what was audited, found and judged.
 
 The controller builds one per session once every verdict is in and puts it in
-`config.stash[RESULT]`; outputs (terminal, JSON, GitHub, Markdown, failures file) read it
+`config.stash[run.keys.RESULT]`; outputs (terminal, JSON, GitHub, Markdown, failures file) read it
 there, as pytest's reporters read reports, never the controller itself."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
-
-import pytest
 
 from ..base.text import plural
 from .contract import Contract
@@ -119,5 +117,3 @@ class RunResult:
         """Whether this run judged less than the whole dataset."""
         return bool(self.coverage.partial or self.unjudged)
 
-
-RESULT = pytest.StashKey[RunResult]()

@@ -32,9 +32,10 @@ import pytest
 from ..base.atomic import check_writable, replacing
 from ..base.findings import Finding
 from ..base.formats import location
-from ..engine.observers import SINK, entries
-from ..model.result import RESULT, RunResult
+from ..engine.observers import entries
+from ..model.result import RunResult
 from ..model.summary import _BIG_INT, PROPERTY
+from ..run.keys import RESULT, SINK
 from ..sources.base import Part
 
 PREFIX = pytest.StashKey[str]()

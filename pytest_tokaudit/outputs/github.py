@@ -21,8 +21,9 @@ import pytest
 from ..base.formats import has_lines, place
 from ..base.text import printable, record_label, workspace_path
 from ..engine.failure import entries
-from ..model.result import MARKER, RESULT
+from ..model.result import MARKER
 from ..model.summary import FileSummary
+from ..run.keys import RESULT
 
 
 def escape_data(text: str) -> str:

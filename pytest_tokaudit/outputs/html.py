@@ -40,7 +40,7 @@ from ..model.figures import (
 )
 from ..model.outcome import Outcome
 from ..model.report import METRICS, regressions
-from ..model.result import RESULT, RunResult
+from ..model.result import RunResult
 from ..model.rules import (
     count_tolerance,
     count_within,
@@ -49,6 +49,7 @@ from ..model.rules import (
     signed_difference,
 )
 from ..model.summary import GROUPS, PROPERTY, FileSummary, label, totals
+from ..run.keys import RESULT
 
 POINTS = 1500  # scatter points on the page (the dataset's sample), plus OUTLIERS
 OUTLIERS = 200  # records of largest |diff| (the worst table, the scatter's outliers)

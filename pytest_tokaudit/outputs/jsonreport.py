@@ -9,8 +9,8 @@ import pytest
 
 from ..base.atomic import check_writable, write
 from ..model import report
-from ..model.result import RESULT
 from ..run.cache import contract_files
+from ..run.keys import RESULT
 
 
 class JsonReport:

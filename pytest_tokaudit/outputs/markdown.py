@@ -18,8 +18,8 @@ from ..base.formats import place
 from ..base.text import printable, record_label, workspace_path
 from ..engine.failure import entries
 from ..model.contract import money
-from ..model.result import RESULT
 from ..model.summary import FileSummary
+from ..run.keys import RESULT
 
 SHOWN = 10  # findings listed per failing file
 

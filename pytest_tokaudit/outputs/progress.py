@@ -29,11 +29,11 @@ from typing import Any, Callable
 import pytest
 
 from ..base.formats import source_of
-from ..engine.observers import METER
 from ..model.contract import ini_type
 from ..model.summary import PROPERTY, records_of
 from ..run.compat import PrivateApiError, write_above
 from ..run.config import CONTRACT
+from ..run.keys import METER
 from ..sources.base import Part, shard_cuts
 
 INI = "tokaudit_progress_interval"

@@ -10,9 +10,10 @@ from ..base.formats import location
 from ..base.text import columns, printable
 from ..engine.failure import finding_line
 from ..model.contract import Contract, money
-from ..model.result import RESULT, RunResult
+from ..model.result import RunResult
 from ..model.rules import count_within, signed_difference
 from ..model.summary import GROUPS, WORST, FileSummary, label, totals
+from ..run.keys import RESULT
 
 
 def group_table(summaries: list[Any], contract: Any) -> list[str]:

@@ -23,7 +23,7 @@ from ..engine.plain import check_file
 from ..model.contract import Contract
 from ..model.outcome import Outcome
 from ..model.report import pack_runs
-from ..model.result import RESULT, Coverage, RunResult
+from ..model.result import Coverage, RunResult
 from ..model.summary import IDS, PROPERTY, FileSummary, merge_parts
 from ..sources.lines import rows_before
 from .cache import report as cache_report
@@ -46,6 +46,7 @@ from .items import (
     display_path,
     mark_items,
 )
+from .keys import RESULT
 from .remote import PLUGIN, source_of
 
 

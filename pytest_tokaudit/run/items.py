@@ -26,25 +26,23 @@ from typing import Any, Callable, Iterator, Sequence
 
 import pytest
 
-from ..base.findings import Finding
+from ..api import audit_part, changed_since_listing, finish_file, new_summary
 from ..base.formats import missing_library, source_of
 from ..base.text import printable
 from ..checks.dataset import check_names
 from ..engine.failure import failure_lines, listed
-from ..engine.observers import METER, SINK, Observers
-from ..engine.passes import audit
-from ..engine.plain import HookError, check_file
+from ..engine.observers import Observers
+from ..engine.plain import HookError
 from ..model.contract import Contract
 from ..model.result import MARKER
 from ..model.summary import PROPERTY, FileSummary
 from ..sources.base import Part
 from ..sources.lines import shard_lines
-from ..sources.parquet import ParquetUnavailable
-from ..sources.remote import CHANGED, UNCHECKED
 from .cache import entry_for, reuse
 from .compat import failure_repr, teardown_towards
 from .config import CONTRACT, CollectUsageError, file_contract
 from .engines import ENGINE, EngineError, Result, Task
+from .keys import METER, SINK
 
 # The controller's judge of a deferred item (registered where config.workerinput is absent).
 JUDGE = pytest.StashKey[Callable[["DeferredItem"], None]]()
@@ -369,10 +367,7 @@ class AuditItem(TokauditItem):
 
     def new_summary(self) -> FileSummary:
         """The empty summary its pass fills."""
-        contract = self.contract
-        summary = FileSummary(path=self.display, max_shown=contract.max_shown,
-                              id_field=".".join(contract.id_field),
-                              contract=contract.differences(self.config.stash[CONTRACT]))
+        summary = new_summary(self.contract, self.display, self.config.stash[CONTRACT])
         if self.shard:
             summary.shard, summary.shards = self.shard
             summary.start = self.byte_range[0]
@@ -430,20 +425,16 @@ class AuditItem(TokauditItem):
                     raise HookError(self.remote.hook_error)
                 if self.remote.error is not None:
                     raise EngineError(self.remote.error)
-            else:
-                audit(self.source, contract, self.ihook, summary, self.part, observers)
+            else:  # the public API's pass, as a Ray task runs it
+                audit_part(self.source, contract, self.ihook, summary, self.part, observers)
             if cached is None and not isinstance(self.source, Path):
                 changed_since_listing(self.source, summary)  # here or on the cluster
             if entry is not None and cached is None:
                 entry.save(summary)
-            if self.shard is None:
-                check_file(self.source, contract, self.ihook, summary)
-            # A file that could not be opened (deleted mid-run, say) was not audited: its
-            # "read" finding fails it, and the run is partial. A remote file whose connection
-            # failed mid-file ("read failed") was not read to the end either: the data may be
-            # fine, the audit did not see all of it.
-            unread = ("cannot open", "read failed", str(ParquetUnavailable()), CHANGED, UNCHECKED)
-            summary.complete = not (summary.read_error or "").startswith(unread)
+            # The per-file checks for a whole file (a shard's are [file]'s), and whether it
+            # was read to its end (a file that could not be opened was not audited: its
+            # "read" finding fails it, and the run is partial).
+            finish_file(self.source, contract, self.ihook, summary, whole=self.shard is None)
         finally:
             # Reports (with user_properties) travel from xdist workers; config.stash does not.
             # An unfinished audit travels too, marked incomplete: it makes the run partial.
@@ -479,21 +470,6 @@ def source_property(item: AuditItem) -> str:
     if isinstance(item.source, Path):
         return json.dumps([item.parent.nodeid, "path", os.fspath(item.source)])
     return json.dumps([item.parent.nodeid, "url", str(item.source)])
-
-
-def changed_since_listing(source: Any, summary: FileSummary) -> None:
-    """A remote file is read by the size it was listed with: if the object is another one
-    now (grown, shrunk, rewritten), what was read is not the object, whatever the reader
-    made of it; the item fails saying so, and the file counts as not audited to the end."""
-    if (summary.read_error or "").startswith(("cannot open: no such file", "cannot open: access denied")):
-        return  # deleted or denied before any byte was read: that finding says it
-    why = source.changed()
-    if why:
-        summary.read_error = why
-        summary.add_finding(Finding("read", why))
-        # First: what the reader made of another object's bytes (a range past its end, a
-        # footer that is not one) follows from it.
-        summary.file_findings.insert(0, summary.file_findings.pop())
 
 
 def first_line(summary: Any, offset: int) -> int:

@@ -9,7 +9,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from ..base.urls import display_url, is_url, secret_params
-from ..sources.remote import Listing, RemoteFile, RemoteUnavailable, list_root
+from ..sources.remote import Listing, RemoteFile, RemoteUnavailable, Unlistable, list_root
 from .config import CONTRACT
 from .coverage import DATA_SUFFIXES
 from .items import AuditItem, FileItems, WholeFileItem, data_file_nodeid
@@ -165,6 +165,8 @@ class Remote:
                 listing = list_root(root, contract.glob, norecurse, DATA_SUFFIXES)
             except RemoteUnavailable as exc:
                 raise pytest.UsageError(f"{display_url(root)}: {exc}") from None
+            except Unlistable as exc:  # the run stops, as for a local path not found
+                raise pytest.UsageError(str(exc)) from None
             listing.files = [
                 f for f in listing.files
                 if not any(fnmatch.fnmatch(display_url(f[0]), g) for g in ignore_glob)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+from array import array
 from typing import (
     Any,
     Iterable,
@@ -21,6 +22,7 @@ from ..model.records import SKIPPED, Record, Rejected, TextRecord, _Skipped
 
 # orjson's integer range; a value outside it cannot be kept as an int in a report either.
 U64_MAX = 2**64 - 1
+_U64_ARRAY = array("Q").itemsize == 8  # array("Q", ids) then holds exactly 0..U64_MAX
 
 
 I64_MIN = -(2**63)
@@ -194,9 +196,12 @@ def check_ids(ids: Any, name: str) -> str | None:
         return f"{name} must be a list of token ids, found {_type_name(ids)}"
     if not ids:
         return None
-    types = set(map(type, ids))
-    if types == {int} and min(ids) >= 0 and max(ids) <= U64_MAX:
-        return None
+    if set(map(type, ids)) == {int} and _U64_ARRAY:
+        try:
+            array("Q", ids)  # one pass in C: every id from 0 to 2**64-1 (min and max took two)
+            return None
+        except OverflowError:  # which one, and how: below
+            pass
     for i, value in enumerate(ids):
         if not _is_int(value):
             return (f"{name}[{i}] must be an integer token id, "
@@ -263,6 +268,26 @@ def parse_line(
     if cut is None:
         return Record(line, obj, record_id, count, ids)
     return Record(line, obj, record_id, count, None, cut[1], contract.ids_field[0])
+
+
+def parse_object(obj: Any, line: int, contract: Contract) -> Record | Rejected | _Skipped:
+    """A record already parsed (the public API's dicts) -> Record, SKIPPED, or Rejected, as
+    parse_line judges the same object read from a line."""
+    if type(obj) is not dict:
+        return Rejected([Finding("json", f"expected a JSON object, found {_type_name(obj)}", line)])
+    if contract.where:
+        flag = get_path(obj, contract.where)
+        if flag is MISSING or not flag:
+            return SKIPPED
+    problems, record_id, count, ids = _schema(obj, contract, True)
+    texts = None
+    if contract.text_template is not None:
+        texts = _template_texts(obj, contract, problems)
+    if problems:
+        return rejected(obj, contract, problems, line, record_id, count)
+    if texts is not None:
+        return TextRecord(line, obj, record_id, count, ids, texts=texts)
+    return Record(line, obj, record_id, count, ids)
 
 
 def rejected(obj: dict, contract: Contract, problems: list[str], line: int, record_id: Any,

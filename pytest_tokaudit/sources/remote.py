@@ -29,8 +29,6 @@ import io
 import os
 from typing import Any
 
-import pytest
-
 from ..base.urls import display_url, is_url, protocol, scrub, url_name
 from .base import SourceError
 
@@ -46,6 +44,11 @@ EXTRAS = {
 # Read-ahead of a remote file: one request fetches this much past what the reader asks
 # for (the reader asks for 1 MiB at a time), so memory stays about 5 MiB per open file.
 BLOCK = 4 << 20
+
+
+class Unlistable(Exception):
+    """A URL root that cannot be listed (no such bucket, access denied, no connection): the
+    pytest run stops on it with a usage error, as for a local path not found."""
 
 
 def extra_hint(url: str) -> str:
@@ -330,7 +333,7 @@ def _tag(info: dict[str, Any]) -> str:
 
 def list_root(url: str, patterns: tuple[str, ...], norecurse: list[str],
               data_suffixes: frozenset[str] | set[str]) -> Listing:
-    """List a URL root: a file, or every file below a prefix. UsageError if it cannot be
+    """List a URL root: a file, or every file below a prefix. Unlistable if it cannot be
     listed (no such bucket, access denied, no connection); an empty prefix lists nothing."""
     fs, path = filesystem(url)
     try:
@@ -350,7 +353,7 @@ def list_root(url: str, patterns: tuple[str, ...], norecurse: list[str],
                 base = path.rstrip("/")
     except Exception as exc:  # noqa: BLE001 - any storage error: the root cannot be used
         # A usage error, as for a local path not found: the run stops before collecting.
-        raise pytest.UsageError(f"cannot list {display_url(url)}: {describe(exc)}") from None
+        raise Unlistable(f"cannot list {display_url(url)}: {describe(exc)}") from None
     files, unmatched = [], []
     for name in sorted(infos):
         info = infos[name]

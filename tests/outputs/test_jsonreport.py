@@ -421,7 +421,7 @@ def test_the_controller_keeps_a_files_ids_packed_for_the_json_report(pytester: p
     packed as runs when the summary arrives, not at the end: a file of counter ids is a
     few objects on the controller, not a Python object per record (issue #13's 100M ids).
     The report reads back the same ids and lines; a sharded file's runs shift their lines."""
-    from pytest_tokaudit.model.result import RESULT
+    from pytest_tokaudit.run.keys import RESULT
     pytester.makeini("[pytest]\ntokaudit_unique_ids = true\ntokaudit_shard_size = 20000\n")
     records = [rec(i) for i in range(1, 1001)]
     data = b"".join(json.dumps(r).encode() + b"\n" for r in records)

@@ -24,10 +24,10 @@ from typing import Any, Sequence
 
 import pytest
 
+from ...api import audit_part
 from ...base.urls import display_url, scrub
 from ...checks.standalone import standalone_hook
 from ...engine.observers import Observers, Recorder
-from ...engine.passes import audit
 from ...engine.plain import HookError
 from ...model.contract import Contract
 from ...model.summary import FileSummary
@@ -362,8 +362,8 @@ def audit_task(digest: str, blob: bytes, source: Any, contract: Contract, part: 
     recorder = Recorder() if failures else None
     if recorder is not None:
         out["failures"] = recorder.entries
-    try:
-        audit(source, contract, worker_hook(digest, blob), summary, part, Observers(sink=recorder))
+    try:  # the public API's pass, as an audit item runs it in process
+        audit_part(source, contract, worker_hook(digest, blob), summary, part, Observers(sink=recorder))
     except HookError as exc:
         out["hook_error"] = str(exc)
     except Exception as exc:  # noqa: BLE001 - the item fails naming it, as in process
