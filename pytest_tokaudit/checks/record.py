@@ -25,6 +25,26 @@ def _label(spec: str, token: int) -> str:
     return spec if spec.isdigit() else f"{spec} ({token})"
 
 
+def count_finding(check: str, billed: int, counted: int, contract: Contract) -> Finding | None:
+    """The count rule: a finding when counted is off billed by more than the contract's
+    count tolerance (allowable, unless beyond tokaudit_count_outlier_max). The prompt
+    audit (checks/prompt.py) applies it with its own tolerances."""
+    diff = counted - billed
+    if abs(diff) <= contract.count_tolerance(billed):
+        return None
+    pct = f", {diff / billed:+.1%}" if billed else ""
+    limit = contract.count_outlier_max
+    beyond = limit is not None and abs(diff) > (limit.value * billed if limit.relative else limit.value)
+    return Finding(
+        check,
+        f"billed {billed}, counted {counted} ({diff:+d}{pct}) "
+        f"> max({contract.count_abs}, {contract.count_rel:.2%})".replace(".00%", "%")
+        + (f", beyond tokaudit_count_outlier_max = {limit}: never an allowed outlier"
+           if beyond else ""),
+        allowable=not beyond,
+    )
+
+
 class CountCheck:
     """Billed count vs number of token ids, per record and on average per file."""
 
@@ -35,21 +55,7 @@ class CountCheck:
     def pytest_tokaudit_check_record(
         self, record: AuditedRecord, contract: Contract
     ) -> Finding | None:
-        billed, counted = record.count, record.n_ids
-        diff = counted - billed
-        if abs(diff) <= contract.count_tolerance(billed):
-            return None
-        pct = f", {diff / billed:+.1%}" if billed else ""
-        limit = contract.count_outlier_max
-        beyond = limit is not None and abs(diff) > (limit.value * billed if limit.relative else limit.value)
-        return Finding(
-            "count",
-            f"billed {billed}, counted {counted} ({diff:+d}{pct}) "
-            f"> max({contract.count_abs}, {contract.count_rel:.2%})".replace(".00%", "%")
-            + (f", beyond tokaudit_count_outlier_max = {limit}: never an allowed outlier"
-               if beyond else ""),
-            allowable=not beyond,
-        )
+        return count_finding("count", record.count, record.n_ids, contract)
 
     @pytest.hookimpl
     def pytest_tokaudit_check_file(self, summary: SummaryView, contract: Contract) -> list[Finding]:

@@ -49,6 +49,7 @@ from .. import __version__
 from ..base.atomic import replacing
 from ..base.formats import source_of
 from ..base.urls import is_url
+from ..checks.join import request_files
 from ..model.contract import KEYS, KEYS_BY_ATTR, Contract
 from ..model.summary import FileSummary
 from ..sources.digest import digest_file, file_state
@@ -129,6 +130,10 @@ def contract_key(contract: Contract) -> dict[str, str]:
             value = tokenizer_digest(value) if value else None
         elif key.attr == "expected_ids":
             value = bool(value)
+        elif key.attr in ("chat_template", "prices") and value:  # by their bytes (whole-bill)
+            value = digest_file(value)
+        elif key.attr == "requests" and value:  # each request file's bytes, by name
+            value = [(os.path.basename(f), digest_file(f)) for f in request_files(value)]
         out[key.name] = repr(value)
     for attr in ("require_once_ids", "require_last_ids", "forbid_ids"):
         out[attr] = repr(getattr(contract, attr))

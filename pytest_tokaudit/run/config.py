@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from ..base.urls import display_url, is_url, scrub
+from ..checks.join import request_files
 from ..engine.template import check_literals
 from ..model.contract import (
     KEYS,
@@ -19,6 +20,7 @@ from ..model.contract import (
     _source_text,
 )
 from ..sources.remote import RemoteUnavailable, describe, filesystem
+from ..tokenizers.chat import chat_for
 from ..tokenizers.tiktoken import TiktokenError
 from ..tokenizers.tiktoken import locate as locate_tiktoken
 
@@ -87,6 +89,8 @@ def contract_from_config(config: pytest.Config) -> Contract:
             contract.tokenizer_object()  # a bad directory is a usage error now, not per file
         if contract.text_template is not None:
             check_literals(contract.text_template, contract.tokenizer_object())
+        if contract.audits_prompts:  # no chat template: a usage error now, not per file
+            chat_for(contract.tokenizer, contract.trust_remote_code, contract.chat_template)
         return contract.resolve_tokens()
     except ValueError as exc:  # ContractError, or TokenizerError from loading
         raise pytest.UsageError(scrub(str(exc))) from None
@@ -103,6 +107,11 @@ def _check_path(key: Key, path: Path) -> None:
                             "holding tokenizer.json / tokenizer_config.json")
     if key.attr == "cache_dir" and path.exists() and not path.is_dir():
         raise ContractError(f"cache folder {path} is not a directory")
+    if key.attr in ("chat_template", "prices") and not path.is_file():
+        what = "is not a file" if path.exists() else "does not exist"
+        raise ContractError(f"{path} {what}")
+    if key.attr == "requests" and not request_files(str(path)):
+        raise ContractError(f"no request file matches {path}")
     if key.attr == "expected_ids" and not path.is_file():
         what = "is not a file" if path.exists() else "does not exist"
         raise ContractError(f"manifest {path} {what}")
