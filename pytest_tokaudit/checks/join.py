@@ -68,6 +68,8 @@ class RequestIndex:
     def __init__(self, files: list[str], hashes: Any, places: Any, offsets: Any,
                  bad: list[tuple[int, int, str]], n_bad: int):
         self.files = files
+        # As shown: relative to the working directory when below it (the rootdir, mostly).
+        self.shown = [os.path.relpath(f) if not os.path.relpath(f).startswith("..") else f for f in files]
         self.hashes, self.places, self.offsets = hashes, places, offsets
         self.bad, self.n_bad = bad, n_bad  # lines without a usable join id (the first SHOWN)
         self._handles: dict[int, Any] = {}
@@ -91,7 +93,7 @@ class RequestIndex:
     def place(self, pos: int) -> str:
         """`file:LINE` of the request at position `pos`."""
         p = int(self.places[pos])
-        return f"{self.files[p >> _LINE_BITS]}:{p & ((1 << _LINE_BITS) - 1)}"
+        return f"{self.shown[p >> _LINE_BITS]}:{p & ((1 << _LINE_BITS) - 1)}"
 
     def read(self, pos: int) -> Any:
         """The request record at position `pos` (read by its offset)."""
@@ -291,7 +293,7 @@ def judge(index: RequestIndex, dataset: Any, contract: Any) -> Outcome:
     if index.n_bad:
         bad += index.n_bad
         lines_out.append(f"{plural(index.n_bad, 'request line')} without a usable {field}:")
-        lines_out += [f"  {index.files[k]}:{line}: {why}" for k, line, why in index.bad]
+        lines_out += [f"  {index.shown[k]}:{line}: {why}" for k, line, why in index.bad]
     twice = np.flatnonzero(first & (counts > 1))
     if len(twice):
         bad += len(twice)

@@ -1,0 +1,104 @@
+"""tokaudit_requests: OpenAI Batch input files joined to their output files: every request
+answered exactly once (missing, orphan and duplicate answers name both places), error lines
+counted apart, the prompt audit on the joined pair; partial runs, -n 2."""
+
+from __future__ import annotations
+
+import copy
+import re
+
+import pytest
+
+from conftest import TokProject, assert_no_crash, failure_section, summary_section
+from wholebill import batch_pair, error_line, tokenizer_copy, write_jsonl
+
+BATCH_INI = dict(
+    testpaths="data",
+    tokaudit_id_field="custom_id",
+    tokaudit_count_field="response.body.usage.completion_tokens",
+    tokaudit_text_template="{response.body.choices.0.message.content}<|im_end|>",
+    tokaudit_prompt_count_field="response.body.usage.prompt_tokens",
+    tokaudit_requests="batches/*_input.jsonl",
+)
+
+
+def batch_project(project: TokProject) -> tuple[list, list]:
+    requests, responses = batch_pair(7)
+    by_id = {r["custom_id"]: r for r in responses}
+    write_jsonl(project.path / "batches/job_input.jsonl", requests)
+    # request-2 unanswered; request-4 answered twice (once more in out2); request-6 an
+    # error line; request-99 answers nothing that was asked.
+    write_jsonl(project.path / "data/out1.jsonl",
+                [by_id[f"request-{k}"] for k in (5, 4, 3, 1, 0)])
+    orphan = copy.deepcopy(by_id["request-0"])
+    orphan["custom_id"] = "request-99"
+    write_jsonl(project.path / "data/out2.jsonl", [by_id["request-4"], orphan])
+    write_jsonl(project.path / "data/errors.jsonl", [error_line("request-6")])
+    project.ini(**BATCH_INI, tokaudit_tokenizer=str(tokenizer_copy(project.path)))
+    return requests, responses
+
+
+def outcome_lines(result, name: str) -> list[str]:
+    text = result.stdout.str()
+    m = re.search(rf"^pytest\.ini::tokaudit::{name}: (\w+): (.*)$", text, re.M)
+    assert m, text
+    return [m.group(1), m.group(2)]
+
+
+def test_every_request_is_answered_exactly_once(project: TokProject):
+    batch_project(project)
+    result = project.run()
+    assert_no_crash(result)
+    outcome, message = outcome_lines(result, "requests")
+    assert outcome == "failed"
+    assert message == ("7 requests, 8 responses: 1 unanswered, 1 answered twice, "
+                       "1 responses without a request, 1 error line")
+    out = result.stdout.str()
+    # Both places of each: the request's file:LINE and every answer's.
+    assert "custom_id 'request-4' (request batches/job_input.jsonl:5): 2 answers: " \
+           "data/out1.jsonl:2, data/out2.jsonl:1" in out
+    assert "data/out2.jsonl:2: custom_id 'request-99': no request" in out
+    assert "batches/job_input.jsonl:3: custom_id 'request-2'" in out
+    assert "data/errors.jsonl:1: custom_id 'request-6': status 500" in out
+    # The prompt counts were exact: the joined pairs pass the prompt audit.
+    assert "prompt_count" not in out
+    result.assert_outcomes(failed=2, passed=3)  # errors.jsonl (no usage) and the join
+
+
+def test_the_join_under_two_workers_is_the_same(pytester: pytest.Pytester):
+    project = TokProject(pytester, ("-n", "2"))
+    batch_project(project)
+    result = project.run()
+    assert_no_crash(result)
+    assert outcome_lines(result, "requests") == [
+        "failed", "7 requests, 8 responses: 1 unanswered, 1 answered twice, "
+                  "1 responses without a request, 1 error line"]
+    assert "data/out2.jsonl:2: custom_id 'request-99': no request" in result.stdout.str()
+
+
+def test_partial_run_never_passes_the_join(project: TokProject):
+    batch_project(project)
+    result = project.run(paths=("data/out1.jsonl",))
+    assert_no_crash(result)
+    outcome, message = outcome_lines(result, "requests")
+    assert outcome == "skipped"
+    assert message.startswith("partial run")
+
+
+def test_prompt_audit_on_the_joined_pair(pytester: pytest.Pytester):
+    project = TokProject(pytester, ())
+    requests, responses = batch_pair(4)
+    responses[1]["response"]["body"]["usage"]["prompt_tokens"] += 30  # a system prompt added
+    write_jsonl(project.path / "batches/job_input.jsonl", requests)
+    write_jsonl(project.path / "data/out.jsonl", responses)
+    project.ini(**BATCH_INI, tokaudit_tokenizer=str(tokenizer_copy(project.path)))
+    result = project.run()
+    assert_no_crash(result)
+    section = failure_section(result, "data/out.jsonl")
+    cid = responses[1]["custom_id"]
+    line = [s for s in section if ": prompt_count: " in s]
+    assert len(line) == 1 and line[0].startswith(f"data/out.jsonl:2: custom_id={cid!r}: prompt_count: prompt billed "), section
+    k = int(cid.split("-")[1])
+    assert f"(request batches/job_input.jsonl:{k + 1})" in line[0]
+    assert outcome_lines(result, "requests")[0] == "passed"
+    assert any(s.startswith("group") for s in summary_section(result))
