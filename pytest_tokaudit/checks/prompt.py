@@ -124,7 +124,7 @@ class PromptCheck:
             todo.append((line, record_id, billed, entry, place))
             conversations.append(conv)
         for (line, record_id, billed, entry, place), counted in zip(todo, chat.lengths(conversations)):
-            if type(counted) is str:
+            if not isinstance(counted, int):  # the template refused the messages
                 out.append(Finding("prompt_count", f"{counted}{place}", line, record_id))
                 continue
             entry[1] += 1

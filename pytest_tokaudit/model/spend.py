@@ -85,7 +85,7 @@ def _load(path: str, size: int, mtime: int) -> PriceTable:
     rows: list[dict[str, Any]]
     if path.endswith(".toml"):
         try:
-            import tomllib
+            import tomllib  # type: ignore[import-not-found,unused-ignore]  # 3.11+
         except ImportError:  # Python 3.10
             raise PriceError("tokaudit_prices: a TOML table needs Python 3.11; write it as CSV") from None
         with open(path, "rb") as fh:
@@ -135,7 +135,7 @@ def spend(channels: list[tuple[str, list[Any]]], contract: Any) -> dict[str, Any
     table = load_table(contract.prices) if contract.prices else None
     default = default_prices(contract)
     tokens = dict.fromkeys(COMPONENTS, 0)
-    cost: dict[str, float | None] = dict.fromkeys(COMPONENTS, 0.0)
+    cost: dict[str, float | None] = dict.fromkeys(COMPONENTS)  # None: no price for it
     groups: dict[tuple[str, ...], dict[str, Any]] = {}
     unpriced = 0
     for _, values in channels:
