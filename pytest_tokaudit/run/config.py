@@ -20,7 +20,7 @@ from ..model.contract import (
     _source_text,
 )
 from ..sources.remote import RemoteUnavailable, describe, filesystem
-from ..tokenizers.chat import chat_for
+from ..tokenizers.chat import check_template
 from ..tokenizers.tiktoken import TiktokenError
 from ..tokenizers.tiktoken import locate as locate_tiktoken
 
@@ -90,7 +90,7 @@ def contract_from_config(config: pytest.Config) -> Contract:
         if contract.text_template is not None:
             check_literals(contract.text_template, contract.tokenizer_object())
         if contract.audits_prompts:  # no chat template: a usage error now, not per file
-            chat_for(contract.tokenizer, contract.trust_remote_code, contract.chat_template)
+            check_template(contract.tokenizer, contract.chat_template)
         return contract.resolve_tokens()
     except ValueError as exc:  # ContractError, or TokenizerError from loading
         raise pytest.UsageError(scrub(str(exc))) from None

@@ -15,6 +15,7 @@ string content.
 from __future__ import annotations
 
 import functools
+import json
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -29,7 +30,7 @@ from .hf import (
 )
 from .tiktoken import TiktokenTokenizer
 
-__all__ = ["Chat", "chat_for", "conversation"]
+__all__ = ["Chat", "chat_for", "check_template", "conversation"]
 
 
 class Chat:
@@ -98,6 +99,28 @@ def conversation(messages: Any, tools: Any) -> tuple[list[dict[str, Any]], list[
                 out = list(messages)
             out[k] = {**message, "content": "".join(str(p.get("text", "")) for p in content)}
     return out, tools
+
+
+def check_template(tokenizer: str, override: str) -> None:
+    """Raise TokenizerError when the prompt audit would find no chat template: a stat and a
+    read of tokenizer_config.json, at configure time (transformers is imported on first use)."""
+    if override or tokenizer.startswith("tiktoken:"):
+        if not override:
+            raise TokenizerError(f"the prompt audit needs a Hugging Face tokenizer directory with "
+                                 f"a chat template; {tokenizer} is a tiktoken encoding")
+        return
+    where = Path(tokenizer)
+    if any((where / name).is_file() for name in ("chat_template.jinja", "chat_template.json")):
+        return
+    if (where / "additional_chat_templates").is_dir():
+        return
+    try:
+        config = json.loads((where / "tokenizer_config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        config = {}
+    if not (isinstance(config, dict) and config.get("chat_template")):
+        raise TokenizerError(f"the tokenizer in {tokenizer} has no chat template: set "
+                             "tokaudit_chat_template to a Jinja chat template file")
 
 
 @functools.cache
