@@ -5,6 +5,7 @@ counted apart, the prompt audit on the joined pair; partial runs, -n 2."""
 from __future__ import annotations
 
 import copy
+import json
 import re
 
 import pytest
@@ -102,3 +103,34 @@ def test_prompt_audit_on_the_joined_pair(pytester: pytest.Pytester):
     assert f"(request batches/job_input.jsonl:{k + 1})" in line[0]
     assert outcome_lines(result, "requests")[0] == "passed"
     assert any(s.startswith("group") for s in summary_section(result))
+
+
+def test_the_cache_is_keyed_on_the_template_and_the_request_files(pytester: pytest.Pytester):
+    project = TokProject(pytester, ())
+    requests, responses = batch_pair(3)
+    write_jsonl(project.path / "batches/job_input.jsonl", requests)
+    write_jsonl(project.path / "data/out.jsonl", responses)
+    tok = tokenizer_copy(project.path)
+    template = json.loads((tok / "tokenizer_config.json").read_text())["chat_template"]
+    (project.path / "chat.jinja").write_text(template)
+    project.ini(**BATCH_INI, tokaudit_tokenizer=str(tok), tokaudit_chat_template="chat.jinja")
+
+    def run() -> dict:
+        result = project.run("--tokaudit-json=report.json")
+        assert_no_crash(result)
+        return json.loads((project.path / "report.json").read_text())["cache"]
+
+    assert run()["audited"] == ["data/out.jsonl::tokaudit"]
+    assert run()["items"] == ["data/out.jsonl::tokaudit"]  # nothing changed: reused
+    # A template that adds a line to every prompt: audited again, and every prompt is off.
+    (project.path / "chat.jinja").write_text(
+        "{{- 'A hidden instruction the provider adds to every single prompt it is sent, "
+        "billed to you without being asked for, which nobody would see.\\n' }}" + template)
+    assert run()["audited"] == ["data/out.jsonl::tokaudit"]
+    assert "prompt_count: prompt billed" in project.run().stdout.str()
+    (project.path / "chat.jinja").write_text(template)
+    assert run()["items"] == ["data/out.jsonl::tokaudit"]  # back as it was: the old entry
+    # A request file changed (another message): audited again.
+    requests[0]["body"]["messages"][1]["content"] += " Show your work."
+    write_jsonl(project.path / "batches/job_input.jsonl", requests)
+    assert run()["audited"] == ["data/out.jsonl::tokaudit"]
