@@ -66,10 +66,11 @@ class RequestIndex:
     """Every request's join id hash, place and byte offset, sorted by hash (24 bytes each)."""
 
     def __init__(self, files: list[str], hashes: Any, places: Any, offsets: Any,
-                 bad: list[tuple[int, int, str]], n_bad: int):
+                 bad: list[tuple[int, int, str]], n_bad: int, base: str = ""):
         self.files = files
-        # As shown: relative to the working directory when below it (the rootdir, mostly).
-        self.shown = [os.path.relpath(f) if not os.path.relpath(f).startswith("..") else f for f in files]
+        # As shown: relative to the ini file's folder when written so (the same text in every
+        # process, a Ray worker's too, whatever its working directory), else as they are.
+        self.shown = [os.path.relpath(f, base) if base else f for f in files]
         self.hashes, self.places, self.offsets = hashes, places, offsets
         self.bad, self.n_bad = bad, n_bad  # lines without a usable join id (the first SHOWN)
         self._handles: dict[int, Any] = {}
@@ -116,18 +117,22 @@ def request_files(pattern: str) -> list[str]:
     return sorted(p for p in glob.glob(pattern, recursive=True) if os.path.isfile(p))
 
 
-def index_for(pattern: str, field: tuple[str, ...]) -> RequestIndex:
-    """The index of the request files `pattern` names, built once per process while they
-    stay as they are (their sizes and times)."""
+def index_for(contract: Any) -> RequestIndex:
+    """The index of the request files of `contract.requests`, built once per process while
+    they stay as they are (their sizes and times)."""
+    pattern = contract.requests
     files = request_files(pattern)
     if not files:
         raise JoinError(f"tokaudit_requests: no file matches {pattern}")
     stats = tuple((f, os.stat(f).st_size, os.stat(f).st_mtime_ns) for f in files)
-    return _index(stats, field)
+    written = contract.sources.get("tokaudit_requests", ("", ""))[0]
+    base = (pattern[:-len(written)] if written and not os.path.isabs(written)
+            and pattern.endswith(written) else "")
+    return _index(stats, contract.join_field, base)
 
 
 @functools.lru_cache(maxsize=2)
-def _index(stats: tuple[tuple[str, int, int], ...], field: tuple[str, ...]) -> RequestIndex:
+def _index(stats: tuple[tuple[str, int, int], ...], field: tuple[str, ...], base: str) -> RequestIndex:
     np = _numpy()
     hashes, places, offsets = array("Q"), array("Q"), array("Q")
     bad: list[tuple[int, int, str]] = []
@@ -159,7 +164,7 @@ def _index(stats: tuple[tuple[str, int, int], ...], field: tuple[str, ...]) -> R
     h = np.frombuffer(hashes, dtype=np.uint64)
     order = np.argsort(h, kind="stable")  # equal ids keep their file order
     return RequestIndex(files, h[order], np.frombuffer(places, dtype=np.uint64)[order],
-                        np.frombuffer(offsets, dtype=np.uint64)[order], bad, n_bad)
+                        np.frombuffer(offsets, dtype=np.uint64)[order], bad, n_bad, base)
 
 
 def _pack(values: list[int]) -> str:
@@ -205,7 +210,7 @@ class JoinCheck:
     def pytest_tokaudit_check_batch(self, records, unusable, contract, summary):
         if not contract.requests:
             return None
-        index = index_for(contract.requests, contract.join_field)
+        index = index_for(contract)
         rows = [(r.line, r.id, record_data(r)) for r in records]
         rows += [(u.line, u.id, u.data) for u in unusable]
         rows.sort(key=lambda row: row[0])
@@ -238,7 +243,7 @@ class JoinCheck:
         if name != NAME:
             return None
         try:
-            index = index_for(contract.requests, contract.join_field)
+            index = index_for(contract)
         except (JoinError, OSError) as exc:
             return Outcome.failed(f"cannot index the requests: {exc}")
         return judge(index, dataset, contract)

@@ -85,7 +85,7 @@ class PromptCheck:
         rows = [(r.line, r.id, record_data(r)) for r in records]
         rows += [(u.line, u.id, u.data) for u in unusable if u.data is not None]
         rows.sort(key=lambda row: row[0])
-        index = index_for(contract.requests, contract.join_field) if contract.requests else None
+        index = index_for(contract) if contract.requests else None
         groups = [tuple(f.split(".")) for f in contract.group_by]
         channel = writable(summary).channel(CHANNEL)
         entries = {tuple(e[0]): e for e in channel}
