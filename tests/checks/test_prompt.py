@@ -14,6 +14,12 @@ from wholebill import TOOLS, messages, prompt_len, tokenizer_copy, write_jsonl
 
 from pytest_tokaudit.tokenizers.chat import chat_for, conversation
 
+# The unit test below loads transformers in this process: its C extensions (numpy's,
+# tokenizers') are imported at collection, so that an in-process pytester run of another
+# test (which drops the modules it imported) cannot make them load a second time.
+pytest.importorskip("numpy")
+pytest.importorskip("tokenizers")
+
 
 def openrouter_rows() -> list[dict]:
     rows = []
