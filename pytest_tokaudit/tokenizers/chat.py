@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -40,6 +41,8 @@ class Chat:
         self.renderer = renderer  # a transformers tokenizer: its apply_chat_template renders
         self.template = template  # the override's text; None: the tokenizer's own
         self.where = where  # where the template comes from, for messages
+        self._split: Any = False  # not worked out yet
+        self._pieces: dict[str, int] = {}
 
     def render(self, messages: list[dict[str, Any]], tools: list[Any] | None) -> str:
         """The prompt text (generation prompt added); raises ValueError when the template
@@ -55,9 +58,36 @@ class Chat:
     def encode(self, texts: list[str]) -> list[int]:
         """Each text's length in tokens, no special tokens added (as apply_chat_template)."""
         tok = self.renderer
-        if is_fast(tok):
-            return [len(e.ids) for e in encoding_backend(tok).encode_batch(texts, add_special_tokens=False)]
-        return [len(tok.encode(t, add_special_tokens=False)) for t in texts]
+        if not is_fast(tok):
+            return [len(tok.encode(t, add_special_tokens=False)) for t in texts]
+        backend = encoding_backend(tok)
+        split = self._splitter(backend)
+        if split is None:
+            return [len(e.ids) for e in backend.encode_batch(texts, add_special_tokens=False)]
+        # The backend encodes the text between added tokens piece by piece: a prompt's
+        # pieces repeat across records (the system prompt, the tools section), so each
+        # distinct piece is encoded once and its length kept (a bounded cache).
+        cuts = [split.split(t) for t in texts]  # pieces at even places, added tokens at odd
+        known = self._pieces
+        new = list(dict.fromkeys(p for pieces in cuts for p in pieces[::2] if p and p not in known))
+        if len(known) + len(new) > _PIECES:
+            known.clear()
+            new = list(dict.fromkeys(p for pieces in cuts for p in pieces[::2] if p))
+        for piece, e in zip(new, backend.encode_batch(new, add_special_tokens=False)):
+            known[piece] = len(e.ids)
+        return [sum(known[p] for p in pieces[::2] if p) + len(pieces) // 2 for pieces in cuts]
+
+    def _splitter(self, backend: Any) -> Any:
+        """A regex cutting a text at the added tokens, where the backend's own cut is exactly
+        that (no added token strips white space or matches words or normalised text, special
+        tokens in text are tokens); None where it is not: whole texts are encoded then."""
+        if self._split is False:
+            tokens = backend.get_added_tokens_decoder().values()
+            plain = all(not (t.lstrip or t.rstrip or t.single_word or t.normalized) for t in tokens)
+            names = sorted((t.content for t in tokens), key=len, reverse=True)
+            self._split = (re.compile("(" + "|".join(map(re.escape, names)) + ")")
+                           if plain and names and not backend.encode_special_tokens else None)
+        return self._split
 
     def lengths(self, conversations: Sequence[tuple[list[dict[str, Any]], list[Any] | None]]
                 ) -> list[int | str]:
@@ -72,6 +102,9 @@ class Chat:
                 out.append(f"the chat template cannot render the messages: {exc}")
         counts = self.encode(texts) if texts else []
         return [counts[v] if type(v) is int else v for v in out]
+
+
+_PIECES = 1 << 16  # distinct pieces whose lengths are kept
 
 
 TEXT_PARTS = frozenset({"text", "input_text"})
