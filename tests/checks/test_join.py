@@ -134,3 +134,21 @@ def test_the_cache_is_keyed_on_the_template_and_the_request_files(pytester: pyte
     requests[0]["body"]["messages"][1]["content"] += " Show your work."
     write_jsonl(project.path / "batches/job_input.jsonl", requests)
     assert run()["audited"] == ["data/out.jsonl::tokaudit"]
+
+
+def test_the_merge_of_two_parts_judges_the_whole_join(pytester: pytest.Pytester, monkeypatch):
+    """Each CI part alone is partial (skipped); their reports merged see every answer."""
+    from test_merge import merge
+
+    project = TokProject(pytester, ("-p", "no:xdist"))
+    batch_project(project)
+    monkeypatch.chdir(project.path)
+    for name, paths in (("p1.json", ("data/out1.jsonl",)), ("p2.json", ("data/out2.jsonl", "data/errors.jsonl"))):
+        result = project.run(f"--tokaudit-json={name}", paths=paths)
+        assert_no_crash(result)
+        assert outcome_lines(result, "requests")[0] in ("skipped", "failed")
+    ret, out, _ = merge("p1.json", "p2.json")
+    assert ret == pytest.ExitCode.TESTS_FAILED
+    line = next(l for l in out.splitlines() if "tokaudit::requests" in l)
+    assert "7 requests, 8 responses: 1 unanswered, 1 answered twice, 1 responses without a request, " \
+           "1 error line" in line, out
