@@ -153,6 +153,14 @@ def contract_files(contract: Contract) -> dict[str, str]:
     if manifest and not is_url(manifest):  # a URL is the same wherever it is read from
         with contextlib.suppress(OSError):
             out[KEYS_BY_ATTR["expected_ids"].name] = digest_file(manifest)
+    for attr in ("chat_template", "prices"):  # the whole bill's files (docs/whole-bill.md)
+        if getattr(contract, attr):
+            with contextlib.suppress(OSError):
+                out[KEYS_BY_ATTR[attr].name] = digest_file(getattr(contract, attr))
+    if contract.requests:
+        with contextlib.suppress(OSError):
+            files = [(os.path.basename(f), digest_file(f)) for f in request_files(contract.requests)]
+            out[KEYS_BY_ATTR["requests"].name] = hashlib.sha256(orjson.dumps(files)).hexdigest()
     return out
 
 
