@@ -57,8 +57,10 @@ def id_hash(value: Any) -> int | None:
 def _numpy() -> Any:
     try:
         import numpy
-    except ImportError:
+    except ModuleNotFoundError:
         raise JoinError("tokaudit_requests needs numpy (the request index): pip install numpy") from None
+    except ImportError as exc:  # installed, but it cannot be imported here
+        raise JoinError(f"tokaudit_requests: cannot import numpy: {exc}") from None
     return numpy
 
 

@@ -13,6 +13,10 @@ import pytest
 from conftest import TokProject, assert_no_crash, failure_section, summary_section
 from wholebill import batch_pair, error_line, tokenizer_copy, write_jsonl
 
+# The merge test judges in this process: numpy (a C extension) is imported at collection, so
+# that an in-process pytester run of another test cannot make it load a second time.
+pytest.importorskip("numpy")
+
 BATCH_INI = dict(
     testpaths="data",
     tokaudit_id_field="custom_id",
