@@ -92,15 +92,19 @@ class PromptCheck:
         out: list[Finding] = []
         todo: list[tuple[Any, ...]] = []  # (line, id, billed, group, request place) to count
         conversations = []
-        for line, record_id, data in rows:
+        found: list[int] = []  # each row's request (its position in the index), or -1
+        if index is not None:
+            hashes = [id_hash(get_path(data, contract.join_field)) if not error_of(data) else None
+                      for _, _, data in rows]
+            known = [h for h in hashes if h is not None]
+            at = iter(index.find(known) if known else [])
+            found = [next(at) if h is not None else -1 for h in hashes]
+        for k, (line, record_id, data) in enumerate(rows):
             source, place = data, ""
             if index is not None:
-                if error_of(data):
-                    continue  # an error line bills nothing: the join lists it
-                h = id_hash(get_path(data, contract.join_field))
-                pos = index.find([h])[0] if h is not None else -1
+                pos = found[k]
                 if pos < 0:
-                    continue  # no request: the join's finding
+                    continue  # an error line (it bills nothing) or no request: the join says
                 source, place = index.read(pos), f" (request {index.place(pos)})"
             billed = billed_prompt(data, contract.prompt_count_field)
             if type(billed) is str:
