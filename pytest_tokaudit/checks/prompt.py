@@ -135,10 +135,10 @@ class PromptCheck:
             entry[2] += billed
             entry[3] += counted
             entry[4] += abs(counted - billed)
-            found = count_finding("prompt_count", billed, counted, judge)
-            if found is not None:
-                out.append(Finding(found.check, f"prompt {found.message}{place}", line, record_id,
-                                   found.allowable))
+            breach = count_finding("prompt_count", billed, counted, judge)
+            if breach is not None:
+                out.append(Finding(breach.check, f"prompt {breach.message}{place}", line, record_id,
+                                   breach.allowable))
         return out
 
     @pytest.hookimpl
