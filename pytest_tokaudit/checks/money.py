@@ -52,10 +52,12 @@ class MoneyCheck:
             key = _group(data, paths) if data is not None else ("(none)",) * len(paths)
             entry = entries.get(key)
             if entry is None:
-                entry = entries[key] = [list(fields), list(key), 0, 0, 0, 0]
+                entry = entries[key] = [list(fields), list(key), 0, 0, 0, 0, 0]
                 channel.append(entry)
-            prompt = billed_prompt(data, contract.prompt_count_field) if data is not None else 0
-            prompt = prompt if type(prompt) is int else 0
+            prompt = billed_prompt(data, contract.prompt_count_field) if data is not None else None
+            if type(prompt) is not int:  # no billed prompt count: counted apart, not as 0 silently
+                entry[6] += 1
+                prompt = 0
             cached = get_path(data, contract.cached_tokens_field) if data is not None else MISSING
             entry[2] += 1
             entry[3] += prompt

@@ -1,9 +1,10 @@
 """Money by component: what the audited records cost, from their token counts and the prices.
 
 Each part's `spend` channel (checks/money.py fills it) holds per group of field values
-[fields, values, records, prompt, cached, output]: `fields` are the `tokaudit_group_by`
-fields and the price table's, `prompt` the billed prompt tokens (cached part included),
-`cached` their cached part, `output` the billed completion tokens. The prices apply here,
+[fields, values, records, prompt, cached, output, without prompt]: `fields` are the
+`tokaudit_group_by` fields and the price table's, `prompt` the billed prompt tokens (cached
+part included), `cached` their cached part, `output` the billed completion tokens, and how
+many records had no billed prompt count (their input is unknown, not 0). The prices apply here,
 once, for every output (terminal, JSON report, Markdown, HTML) and the `budget_money` check:
 
     cost = (prompt - cached) * input + cached * cached_input + output * output, per 1e6
@@ -137,9 +138,10 @@ def spend(channels: list[tuple[str, list[Any]]], contract: Any) -> dict[str, Any
     tokens = dict.fromkeys(COMPONENTS, 0)
     cost: dict[str, float | None] = dict.fromkeys(COMPONENTS)  # None: no price for it
     groups: dict[tuple[str, ...], dict[str, Any]] = {}
-    unpriced = 0
+    unpriced = no_prompt = 0
     for _, values in channels:
-        for fields, key, records, prompt, cached, output in values:
+        for fields, key, records, prompt, cached, output, *rest in values:
+            no_prompt += rest[0] if rest else 0
             fields, key = tuple(fields), tuple(key)
             prices = table.find(fields, key, default) if table else default
             parts = prices.cost(prompt, cached, output)
@@ -164,6 +166,7 @@ def spend(channels: list[tuple[str, list[Any]]], contract: Any) -> dict[str, Any
         "by_group": [{"group": dict(zip(contract.group_by, key)), **g}
                      for key, g in sorted(groups.items())] if contract.group_by else [],
         "unpriced_records": unpriced,
+        "records_without_prompt_count": no_prompt,
     }
 
 
@@ -184,6 +187,9 @@ def lines(result: dict[str, Any], group_label: Any = None) -> list[str]:
         name = ", ".join(f"{k}={v}" for k, v in g["group"].items())
         out.append(f"  {name}: {amount(g['cost'])} ({g['records']:,} records; input {g['input']:,}, "
                    f"cached {g['cached_input']:,}, output {g['output']:,} tokens)")
+    if result.get("records_without_prompt_count"):
+        out.append(f"  {result['records_without_prompt_count']:,} records without a billed prompt "
+                   "count (tokaudit_prompt_count_field): their input is not in the spend")
     if result["unpriced_records"]:
         out.append(f"  {result['unpriced_records']:,} records with tokens of a component that has no price")
     return out

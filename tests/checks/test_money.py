@@ -85,3 +85,18 @@ def test_parquet_spend_equals_jsonl(pytester: pytest.Pytester):
     result = project.run("--tokaudit-json=report.json")
     assert_no_crash(result)
     assert json.loads((project.path / "report.json").read_text())["spend"]["total"] == pytest.approx(TOTAL)
+
+
+def test_a_record_without_a_prompt_count_is_said_not_priced_as_zero(pytester: pytest.Pytester):
+    project = TokProject(pytester, ())
+    money_project(project)
+    data = rows()
+    del data[1]["usage"]
+    write_jsonl(project.path / "data/a.jsonl", data)
+    result = project.run("--tokaudit-json=report.json")
+    assert_no_crash(result)
+    assert ("  1 records without a billed prompt count (tokaudit_prompt_count_field): their input "
+            "is not in the spend") in result.stdout.lines
+    spend = json.loads((project.path / "report.json").read_text())["spend"]
+    assert spend["records_without_prompt_count"] == 1
+    assert spend["components"]["input"]["tokens"] == 1800
