@@ -39,6 +39,7 @@ from .base.urls import display_url, is_url, scrub
 from .checks import DATASET, RECORD, load
 from .checks.dataset import IdsChannel, evaluate
 from .checks.ids import IdIndex
+from .checks.join import request_files
 from .checks.standalone import standalone_hook
 from .engine.observers import NONE, Observers, Recorder
 from .engine.passes import audit
@@ -62,6 +63,7 @@ from .sources.remote import (
     filesystem,
     list_root,
 )
+from .tokenizers.chat import check_template
 from .tokenizers.hf import TokenizerError, require_roundtrip
 from .tokenizers.tiktoken import TiktokenError
 from .tokenizers.tiktoken import locate as locate_tiktoken
@@ -220,6 +222,8 @@ def contract_from_values(raw: Mapping[str, tuple[Any, str, Path]], *,
         contract.tokenizer_object()  # a bad directory is an error now, not per file
     if contract.text_template is not None:
         check_literals(contract.text_template, contract.tokenizer_object())
+    if contract.audits_prompts:  # no chat template: an error now, not per file
+        check_template(contract.tokenizer, contract.chat_template)
     return contract.resolve_tokens()
 
 
@@ -256,6 +260,11 @@ def _check_path(key: Key, path: Path) -> None:
                             "holding tokenizer.json / tokenizer_config.json")
     if key.attr == "cache_dir" and path.exists() and not path.is_dir():
         raise ContractError(f"cache folder {path} is not a directory")
+    if key.attr in ("chat_template", "prices") and not path.is_file():
+        what = "is not a file" if path.exists() else "does not exist"
+        raise ContractError(f"{path} {what}")
+    if key.attr == "requests" and not request_files(str(path)):
+        raise ContractError(f"no request file matches {path}")
     if key.attr == "expected_ids" and not path.is_file():
         what = "is not a file" if path.exists() else "does not exist"
         raise ContractError(f"manifest {path} {what}")

@@ -20,12 +20,15 @@ RECORD = {
     "tokaudit.ids_match_text": "text:IdsMatchTextCheck",
     "tokaudit.finish_reason": "text:FinishReasonCheck",
     "tokaudit.group_by": "groups:GroupCheck",
+    "tokaudit.prompt": "prompt:PromptCheck",
 }
 DATASET = {
     "tokaudit.budget": "dataset:BudgetCheck",
     "tokaudit.unique_ids": "dataset:UniqueIdsCheck",
     "tokaudit.expected_ids": "dataset:ExpectedIdsCheck",
     "tokaudit.unique_text": "duplicates:UniqueTextCheck",
+    "tokaudit.requests": "join:JoinCheck",
+    "tokaudit.money": "money:MoneyCheck",
 }
 
 

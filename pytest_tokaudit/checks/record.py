@@ -25,6 +25,23 @@ def _label(spec: str, token: int) -> str:
     return spec if spec.isdigit() else f"{spec} ({token})"
 
 
+def count_finding(check: str, billed: int, counted: int, contract: Contract) -> Finding | None:
+    """The count rule (model/rules.py) as a finding: counted off billed by more than the
+    contract's count tolerance (allowable, unless beyond tokaudit_count_outlier_max). The
+    prompt audit (checks/prompt.py) applies it with its own tolerances."""
+    if count_within(contract, billed, counted):
+        return None
+    beyond = beyond_outlier_max(contract, billed, counted)
+    return Finding(
+        check,
+        f"billed {billed}, counted {counted} ({difference_text(billed, counted)}) "
+        f"> max({contract.count_abs}, {contract.count_rel:.2%})".replace(".00%", "%")
+        + (f", beyond tokaudit_count_outlier_max = {contract.count_outlier_max}: never an "
+           "allowed outlier" if beyond else ""),
+        allowable=not beyond,
+    )
+
+
 class CountCheck:
     """Billed count vs number of token ids, per record and on average per file."""
 
@@ -35,18 +52,7 @@ class CountCheck:
     def pytest_tokaudit_check_record(
         self, record: AuditedRecord, contract: Contract
     ) -> Finding | None:
-        billed, counted = record.count, record.n_ids
-        if count_within(contract, billed, counted):
-            return None
-        beyond = beyond_outlier_max(contract, billed, counted)
-        return Finding(
-            "count",
-            f"billed {billed}, counted {counted} ({difference_text(billed, counted)}) "
-            f"> max({contract.count_abs}, {contract.count_rel:.2%})".replace(".00%", "%")
-            + (f", beyond tokaudit_count_outlier_max = {contract.count_outlier_max}: never an "
-               "allowed outlier" if beyond else ""),
-            allowable=not beyond,
-        )
+        return count_finding("count", record.count, record.n_ids, contract)
 
     @hookimpl
     def pytest_tokaudit_check_file(self, summary: SummaryView, contract: Contract) -> list[Finding]:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 from ..base.fields import _INDEX, MISSING, CountSum, count_paths, get_path
 from ..base.findings import Finding, foreign
 from ..model.contract import Contract
+from ..model.spend import table_fields
 from ..model.records import ReadOnlyRecord, Rejected, TextRecord, Unusable, _set
 from ..model.summary import FileSummary
 from ..sources.base import SourceError
@@ -236,6 +237,13 @@ def _top_columns(contract: Contract, schema: Any) -> list[str]:
     if contract.finish_reason:
         fields.append(contract.finish_reason_field)
     fields += [tuple(f.split(".")) for f in contract.group_by]
+    # The whole bill's fields (checks/prompt.py, join.py, money.py): read when configured.
+    if contract.audits_prompts or contract.requests or contract.prices or contract.budget_money is not None \
+            or contract.price_input_per_mtok is not None or contract.price_output_per_mtok is not None:
+        fields += [*count_paths(contract.prompt_count_field), contract.cached_tokens_field,
+                   contract.join_field, ("error",), ("response",), *contract.prompt_fields]
+        if contract.prices:
+            fields += [tuple(f.split(".")) for f in table_fields(contract)]
     names = set(schema.names)
     return [name for name in dict.fromkeys(f[0] for f in fields if f) if name in names]
 

@@ -24,6 +24,9 @@ CHECK_KEYS = {
     "baseline": ("baseline_rel",),
     "ids_match_text": ("text_template",),
     "special_in_text": ("text_template",),
+    "prompt_count": ("prompt_count_abs", "prompt_count_rel"),
+    "prompt_count_outliers": ("prompt_count_outliers",),
+    "prompt_count_mean": ("prompt_count_mean_rel", "prompt_count_mean_abs"),
 }
 
 

@@ -196,11 +196,13 @@ def check_file(path: Path, contract: Contract, hook: Any, summary: FileSummary) 
     """Judge each check's allowable findings against the allowance (here, not in a check a
     plugin could turn off: without it every allowable finding would be forgiven), then run
     the per-file checks on the complete (whole or merged) summary."""
-    allowed = contract.count_outliers.of(summary.audited)
     for check, n in sorted(summary.outliers.items()):
+        allowance = contract.allowance(check)  # tokaudit_prompt_count_outliers for the prompt's
+        allowed = allowance.of(summary.audited)
         if n > allowed:
-            what = "the count tolerance" if check == "count" else f"{check} (an allowable finding)"
-            of = f"at most {allowed} allowed ({contract.count_outliers} of {summary.audited:,} audited)"
+            what = {"count": "the count tolerance", "prompt_count": "the prompt count tolerance"}.get(
+                check, f"{check} (an allowable finding)")
+            of = f"at most {allowed} allowed ({allowance} of {summary.audited:,} audited)"
             # The same check's findings no allowance forgives (for the count: beyond
             # tokaudit_count_outlier_max) are listed too: the numbers must add up.
             never = summary.by_check.get(check, 0) - n

@@ -357,6 +357,13 @@ def parse_optional_price(value: Any) -> float | None:
     return _non_negative(value, "a price like 0.60", "price", MAX_PRICE)
 
 
+def parse_optional_price_total(value: Any) -> float | None:
+    """An amount of money (a budget), unset when empty."""
+    if _unset(value):
+        return None
+    return _non_negative(value, "an amount like 1500 or 12.50", "amount", float(MAX_COUNT))
+
+
 def _non_negative(value: Any, example: str, what: str, limit: float) -> float:
     """A finite decimal from 0 to `limit` (a number, or its text as written in the ini)."""
     if _is_number(value):
@@ -561,6 +568,59 @@ KEYS: tuple[Key, ...] = (
     Key("tokaudit_engine", "engine", parse_engine, "local",
         "where the audit items run: local, or ray (a Ray cluster; RAY_ADDRESS finds it)",
         doc="where each data item's audit runs: `local` (this process, or its `-n` workers) or `ray` (a task on a Ray cluster, found by `RAY_ADDRESS`; see Past one machine); `--tokaudit-engine` overrides it"),
+    # The whole bill (docs/whole-bill.md): prompt counts through the chat template,
+    # requests joined to responses, money by component.
+    Key("tokaudit_prompt_messages", "prompt_messages", parse_field, "",
+        "field holding the request's OpenAI-style messages: audits the billed prompt count",
+        doc="field holding the request's OpenAI-style `messages` list (`request.messages`); set, each record's billed prompt count is held to the length of the tokenizer's chat template applied to them (generation prompt added). With `tokaudit_requests`: a path in the request record, default `body.messages`"),
+    Key("tokaudit_prompt_tools", "prompt_tools", parse_field, "",
+        "field holding the request's tools list, rendered by the chat template",
+        doc="field holding the request's `tools` list, handed to the chat template; a missing or null one is no tools. With `tokaudit_requests`: a path in the request record, default `body.tools`"),
+    Key("tokaudit_prompt_count_field", "prompt_count_field", parse_count_field, "usage.prompt_tokens",
+        "field holding the billed prompt count (a formula as tokaudit_count_field)",
+        doc="field holding the billed prompt count (a formula as `tokaudit_count_field`); the money by component reads it too"),
+    Key("tokaudit_chat_template", "chat_template", parse_path, "",
+        "a Jinja chat template file used instead of the tokenizer's own (relative to the ini file)",
+        doc="a Jinja chat template file used instead of the tokenizer's own; without it a tokenizer with no chat template is a usage error when prompts are audited"),
+    Key("tokaudit_prompt_count_abs", "prompt_count_abs", parse_count, "8",
+        "per record: |billed prompt - counted| <= max(abs, rel * billed)", "int",
+        doc="per record: the prompt count's tolerance, as `tokaudit_count_abs`"),
+    Key("tokaudit_prompt_count_rel", "prompt_count_rel", parse_rel, "2%",
+        "per record: relative part of the prompt count tolerance", "float",
+        doc="the relative part of that tolerance, as `tokaudit_count_rel`"),
+    Key("tokaudit_prompt_count_outliers", "prompt_count_outliers", parse_allowance, "0",
+        "per file: records allowed to break the prompt count tolerance (3 or 0.5%)", "int?",
+        doc="per file: records allowed to break the prompt count tolerance, as `tokaudit_count_outliers`"),
+    Key("tokaudit_prompt_count_mean_rel", "prompt_count_mean_rel", parse_optional_rel, "0.5%",
+        "per file: the prompt count's mean tolerance, relative part (empty: off)", "float",
+        doc="per file: the prompt count's mean tolerance, as `tokaudit_count_mean_rel` (empty: off)"),
+    Key("tokaudit_prompt_count_mean_abs", "prompt_count_mean_abs", parse_mean_abs, "5",
+        "per file: the prompt count's mean tolerance, absolute part in tokens", "float",
+        doc="the absolute part of that tolerance, as `tokaudit_count_mean_abs`"),
+    Key("tokaudit_requests", "requests", parse_path, "",
+        "dataset: request files (a glob, relative to the ini file) joined to the responses",
+        doc="dataset: the request files (a glob relative to the ini file, e.g. `batches/*_input.jsonl`: OpenAI Batch input lines with `custom_id` and `body`), joined to the audited responses by `tokaudit_join_field`: every request answered exactly once (`pytest.ini::tokaudit::requests`), and the prompt audit reads each response's request"),
+    Key("tokaudit_join_field", "join_field", parse_required_field, "custom_id",
+        "field joining a response to its request (in both records)",
+        doc="the field naming a request in both the request and the response records"),
+    Key("tokaudit_price_input_per_mtok", "price_input_per_mtok", parse_optional_price, "",
+        "dataset: price per million prompt tokens not read from the cache", "float",
+        doc="dataset: price per million prompt tokens (the part not read from the cache); with the two below, the summary and reports show the spend by component and by group"),
+    Key("tokaudit_price_cached_input_per_mtok", "price_cached_input_per_mtok", parse_optional_price, "",
+        "dataset: price per million cached prompt tokens (unset: the input price)", "float",
+        doc="dataset: price per million cached prompt tokens (unset: the input price)"),
+    Key("tokaudit_price_output_per_mtok", "price_output_per_mtok", parse_optional_price, "",
+        "dataset: price per million billed completion tokens (reasoning included as billed)", "float",
+        doc="dataset: price per million billed completion tokens (`tokaudit_count_field`: reasoning included as the provider bills it)"),
+    Key("tokaudit_cached_tokens_field", "cached_tokens_field", parse_field, "usage.prompt_tokens_details.cached_tokens",
+        "field holding the cached part of the prompt count (missing or null: 0)",
+        doc="field holding the cached part of the billed prompt count; missing or null counts 0"),
+    Key("tokaudit_prices", "prices", parse_path, "",
+        "dataset: a price table file (TOML or CSV) per provider/model (relative to the ini file)",
+        doc="dataset: a TOML (`[[price]]` tables) or CSV file of prices per group of field values (e.g. `provider`, `model`) with columns `input`, `cached_input`, `output`; a record takes the first row whose fields all match, else the `tokaudit_price_*_per_mtok` keys"),
+    Key("tokaudit_budget_money", "budget_money", parse_optional_price_total, "",
+        "dataset: the spend by component summed over all files must not exceed it (in the prices' currency)", "float",
+        doc="dataset: the spend by component over every file must not exceed it (`pytest.ini::tokaudit::budget_money`)"),
     Key("tokaudit_baseline_rel", "baseline_rel", parse_rel, "10%",
         "baseline: how much worse than the baseline a file may get", "float",
         doc="with `--tokaudit-baseline`: how much worse than the baseline a file's mean diff ratio, records with findings or mean round-trip ratio may get"),
@@ -629,6 +689,23 @@ class Contract:
     unique_text: bool = False
     group_by: tuple[str, ...] = ()
     count_mean_abs: float = 5.0
+    prompt_messages: tuple[str, ...] = ()
+    prompt_tools: tuple[str, ...] = ()
+    prompt_count_field: tuple[str, ...] | CountSum = ("usage", "prompt_tokens")
+    chat_template: str = ""
+    prompt_count_abs: int = 8
+    prompt_count_rel: float = 0.02
+    prompt_count_outliers: Allowance = Allowance(0, False)
+    prompt_count_mean_rel: float | None = 0.005
+    prompt_count_mean_abs: float = 5.0
+    requests: str = ""
+    join_field: tuple[str, ...] = ("custom_id",)
+    price_input_per_mtok: float | None = None
+    price_cached_input_per_mtok: float | None = None
+    price_output_per_mtok: float | None = None
+    cached_tokens_field: tuple[str, ...] = ("usage", "prompt_tokens_details", "cached_tokens")
+    prices: str = ""
+    budget_money: float | None = None
     cache_dir: str = ""  # where results are cached, not a rule: no part of a cache key
     cache_inputs: tuple[str, ...] = ()  # keyed by what they hold (run/cache.py), not reported
     engine: str = "local"  # where the items run, not a rule: no part of a cache key or report
@@ -650,6 +727,10 @@ class Contract:
                 "tokaudit_roundtrip_rel needs a tokenizer: set tokaudit_tokenizer to a local "
                 "tokenizer directory (or pass --tokaudit-tokenizer=DIR)"
             )
+        if self.prompt_messages and not self.tokenizer:
+            raise ContractError(
+                "tokaudit_prompt_messages needs a tokenizer (its chat template counts the "
+                "prompt): set tokaudit_tokenizer to a local tokenizer directory")
         if self.text_template is not None and not self.tokenizer:
             raise ContractError(
                 "tokaudit_text_template needs a tokenizer: set tokaudit_tokenizer to a local "
@@ -714,7 +795,25 @@ class Contract:
     def needs_tokenizer(self) -> bool:
         specs = self.require_once + self.require_last + self.forbid
         return (self.roundtrip_rel is not None or self.text_template is not None
-                or not all(map(is_token_id, specs)))
+                or bool(self.prompt_messages) or not all(map(is_token_id, specs)))
+
+    @property
+    def prompt_fields(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """(messages, tools) paths of the prompt audit: in the request record with
+        tokaudit_requests (default body.messages, body.tools), else in the record itself;
+        no messages path: no prompt audit."""
+        if self.requests:
+            return self.prompt_messages or ("body", "messages"), self.prompt_tools or ("body", "tools")
+        return self.prompt_messages, self.prompt_tools
+
+    @property
+    def audits_prompts(self) -> bool:
+        """Whether records' prompt counts are audited (a messages path and a tokenizer)."""
+        return bool(self.prompt_fields[0]) and bool(self.tokenizer)
+
+    def allowance(self, check: str) -> Allowance:
+        """How many allowable findings of `check` a file may have."""
+        return self.prompt_count_outliers if check == "prompt_count" else self.count_outliers
 
     def token_label(self, token: int) -> str:
         """'151645' or, with a tokenizer, "151645 ('<|im_end|>')"."""
@@ -812,7 +911,7 @@ class Contract:
         return cls(**values, sources=sources)
 
 
-PATH_ATTRS = ("tokenizer", "expected_ids", "cache_dir")
+PATH_ATTRS = ("tokenizer", "expected_ids", "cache_dir", "chat_template", "requests", "prices")
 
 
 def _safe(text: Any) -> Any:
@@ -823,10 +922,14 @@ def _safe(text: Any) -> Any:
 RUN_ATTRS = ("cache_dir", "engine", "cache_inputs")  # how a run ran: in no report, no cache key
 
 
-DATASET_ATTRS = ("budget", "price_per_mtok", "unique_ids", "unique_text", "expected_ids")
+DATASET_ATTRS = ("budget", "price_per_mtok", "unique_ids", "unique_text", "expected_ids",
+                 "requests", "price_input_per_mtok", "price_cached_input_per_mtok",
+                 "price_output_per_mtok", "prices", "budget_money")
 
 
-FIELD_ATTRS = ("ids_field", "count_field", "id_field", "where", "finish_reason_field")
+FIELD_ATTRS = ("ids_field", "count_field", "id_field", "where", "finish_reason_field",
+               "prompt_messages", "prompt_tools", "prompt_count_field", "join_field",
+               "cached_tokens_field")
 
 
 _PLAIN_WORD = re.compile(r"[^\s'\"\\]+")
@@ -840,7 +943,8 @@ def _text(attr: str, value: Any) -> str:
         if attr in FIELD_ATTRS:
             return ".".join(value)
         return " ".join(w if _PLAIN_WORD.fullmatch(w) else shlex.quote(w) for w in value)
-    if isinstance(value, float) and attr not in ("price_per_mtok", "count_mean_abs"):
+    if isinstance(value, float) and not attr.startswith("price") and attr not in (
+            "count_mean_abs", "prompt_count_mean_abs", "budget_money"):
         return _fmt_rel(value)
     if isinstance(value, float):
         return f"{value:g}"

@@ -54,7 +54,8 @@ GROUPS = "groups"  # per group of field values: [values, records, billed, counte
 BUDGET = "budget"  # channel: per part [billed, billed of unusable records, how many of them]
 UNIQUE_TEXT = "unique_text"  # per record: [digest of its ids, line, id, shard]
 # Filled by the built-in checks alone (through writable(summary)), read in these shapes.
-BUILT_IN = frozenset({IDS, GROUPS, BUDGET, UNIQUE_TEXT})
+# The whole bill's (checks/prompt.py, join.py, money.py): "prompt", "join", "spend".
+BUILT_IN = frozenset({IDS, GROUPS, BUDGET, UNIQUE_TEXT, "prompt", "join", "spend"})
 
 
 _BIG_INT = re.compile(rb"\d{20}")

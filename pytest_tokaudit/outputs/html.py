@@ -26,6 +26,10 @@ from ..base import svg
 from ..base.atomic import check_writable, replacing
 from ..base.formats import location
 from ..base.text import record_label
+from ..model.spend import CHANNEL as SPEND
+from ..model.spend import PriceError, priced
+from ..model.spend import spend as spend_of
+from ..model.spend import lines as spend_text
 from ..model.contract import KEYS, Contract, money
 from ..model.figures import (
     MASK,
@@ -447,6 +451,11 @@ def build(files: list[FileSummary], outcomes: Sequence[Outcome], contract: Contr
         "plots": [pid for pid, _, _ in plots],
         "focus": [p for p, _, _ in focus_plots],
     }
+    if priced(contract):  # money by component and by group (model/spend.py)
+        try:
+            data["spend"] = spend_of([(s.path, s.channels.get(SPEND, [])) for s in files], contract)
+        except PriceError as exc:
+            data["spend"] = {"error": str(exc)}
     return _page(data, plots, focus_plots, words, kind, contract, outcomes, title)
 
 
@@ -726,6 +735,9 @@ def _page(data: dict[str, Any], plots: list[tuple[str, str, str]],
              ("billed tokens", t["billed"]), ("counted tokens", t["counted"])]
     out.append('<section><div class="stats">' + "".join(
         f"<div><b>{v:,}</b><br>{e(k)}</div>" for k, v in stats) + "</div></section>")
+    if data.get("spend") and "error" not in data["spend"]:
+        out.append('<section id="spend"><h2>Spend by component</h2><ul>' + "".join(
+            f"<li>{e(line.strip())}</li>" for line in spend_text(data["spend"])) + "</ul></section>")
     if outcomes:
         out.append('<section id="dataset"><h2>Dataset checks</h2><table><thead><tr><th>check</th>'
                    "<th>outcome</th><th>message</th></tr></thead><tbody>")

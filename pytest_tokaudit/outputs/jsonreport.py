@@ -9,6 +9,8 @@ import pytest
 
 from ..base.atomic import check_writable, write
 from ..model import report
+from ..model.spend import CHANNEL as SPEND
+from ..model.spend import PriceError, priced, spend
 from ..run.cache import contract_files
 from ..run.keys import RESULT
 
@@ -31,6 +33,12 @@ class JsonReport:
         data["coverage"] = result.coverage.to_json()
         data["contract_files"] = contract_files(result.contract)  # its paths' bytes (merge)
         data["cache"] = result.cache  # which items were reused
+        if priced(result.contract):  # money by component and by group (model/spend.py)
+            try:
+                data["spend"] = spend([(s.path, s.channels.get(SPEND, [])) for s in result.files],
+                                      result.contract)
+            except PriceError as exc:
+                data["spend"] = {"error": str(exc)}
         self.error = write(Path(self.config.invocation_params.dir, self.path), data)
         if self.error and session.exitstatus == 0:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED  # the report CI expects is missing

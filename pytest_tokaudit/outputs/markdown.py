@@ -17,6 +17,9 @@ import pytest
 from ..base.formats import place
 from ..base.text import printable, record_label, workspace_path
 from ..engine.failure import entries
+from ..model.spend import CHANNEL as SPEND
+from ..model.spend import priced, spend
+from ..model.spend import lines as spend_text
 from ..model.contract import money
 from ..model.summary import FileSummary
 from ..run.keys import RESULT
@@ -157,6 +160,10 @@ class JobSummary:
                 result.anchor, lambda n: money(n, contract),
                 lambda rel: workspace_path(self.config.rootpath, rel, os.environ.get("GITHUB_WORKSPACE")),
             )
+            if priced(contract):  # money by component and by group (model/spend.py)
+                spent = spend([(s.path, s.channels.get(SPEND, [])) for s in result.files], contract)
+                text += "\n### Spend\n\n" + "".join(f"- {cell(line.strip())}\n"
+                                                    for line in spend_text(spent)) + "\n"
         except Exception as exc:  # noqa: BLE001 - a summary must never break the gate
             self.error = f"cannot build it: {type(exc).__name__}: {exc}"
             return

@@ -12,8 +12,13 @@ from ..engine.failure import finding_line
 from ..model.contract import Contract, money
 from ..model.result import RunResult
 from ..model.rules import count_within, signed_difference
+from ..model.spend import CHANNEL as SPEND
+from ..model.spend import PriceError, priced, spend
+from ..model.spend import lines as spend_text
 from ..model.summary import GROUPS, WORST, FileSummary, label, totals
 from ..run.keys import RESULT
+
+PROMPT = "prompt"  # checks/prompt.py's channel: [values, records, billed, counted, |diff|, uncountable]
 
 
 def group_table(summaries: list[Any], contract: Any) -> list[str]:
@@ -28,6 +33,35 @@ def group_table(summaries: list[Any], contract: Any) -> list[str]:
                      f"{counted / n:,.1f}", f"{absdiff / n:.2f}{pct}"])
     header = ["group", "records", "mean billed", "mean counted", "mean |diff|"]
     return columns(header, rows, {1, 2, 3, 4}) if rows else []
+
+
+def prompt_table(summaries: list[Any], contract: Any) -> list[str]:
+    """The prompt audit by group over every file: records counted, mean billed and counted
+    prompt tokens, mean |diff|, and the records the template cannot count (images, audio)."""
+    acc: dict[tuple[str, ...], list[int]] = {}
+    for s in summaries:
+        for key, *numbers in s.channels.get(PROMPT, []):
+            row = acc.setdefault(tuple(key), [0, 0, 0, 0, 0])
+            for i, n in enumerate(numbers):
+                row[i] += n
+    rows = []
+    for key, (n, billed, counted, absdiff, uncountable) in sorted(acc.items()):
+        pct = f" ({absdiff / billed:.2%})" if billed else ""
+        name = label(contract.group_by, key) if contract.group_by else "all"
+        rows.append([name, f"{n:,}", f"{billed / n:,.1f}" if n else "-", f"{counted / n:,.1f}" if n else "-",
+                     f"{absdiff / n:.2f}{pct}" if n else "-", f"{uncountable:,}"])
+    header = ["group", "records", "mean billed", "mean counted", "mean |diff|", "uncountable"]
+    return columns(header, rows, {1, 2, 3, 4, 5}) if rows else []
+
+
+def spend_lines(summaries: list[Any], contract: Any) -> list[str]:
+    """Spend by component and by group (model/spend.py), when prices are set."""
+    if not priced(contract):
+        return []
+    try:
+        return ["", *spend_text(spend([(s.path, s.channels.get(SPEND, [])) for s in summaries], contract))]
+    except PriceError as exc:
+        return ["", f"spend: {exc}"]
 
 
 RED: dict[str, bool] = {"red": True}
@@ -122,6 +156,8 @@ def styled_summary(
          [(line, PLAIN) for line in allowed_outliers(summaries, contract)]),
         ("by group (tokaudit_group_by):",
          [(line, PLAIN) for line in group_table(summaries, contract)]),
+        ("prompt tokens through the chat template:",
+         [(line, PLAIN) for line in prompt_table(summaries, contract)]),
     ):
         if block:
             lines += [("", PLAIN), (title, PLAIN), *block]
@@ -263,6 +299,8 @@ class TerminalSummary:
         if result.cache_line:
             tr.write_line("")
             tr.write_line(result.cache_line)
+        for line in spend_lines(files, contract):
+            tr.write_line(line)
         if contract.price_per_mtok is not None and contract.budget is None:
             spent = sum(s.billed_total for s in files)
             tr.write_line(f"\nbilled {spent:,} tokens = {money(spent, contract)}")

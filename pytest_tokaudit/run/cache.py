@@ -51,6 +51,7 @@ from .. import __version__
 from ..base.atomic import replacing
 from ..base.formats import source_of
 from ..base.urls import is_url
+from ..checks.join import request_files
 from ..model.contract import KEYS, KEYS_BY_ATTR, Contract
 from ..model.summary import FileSummary
 from ..sources.digest import digest_file, file_state
@@ -142,6 +143,10 @@ def contract_key(contract: Contract) -> dict[str, str]:
             value = tokenizer_digest(value) if value else None
         elif key.attr == "expected_ids":
             value = bool(value)
+        elif key.attr in ("chat_template", "prices") and value:  # by their bytes (whole-bill)
+            value = digest_file(value)
+        elif key.attr == "requests" and value:  # each request file's bytes, by name
+            value = [(os.path.basename(f), digest_file(f)) for f in request_files(value)]
         out[key.name] = repr(value)
     for attr in ("require_once_ids", "require_last_ids", "forbid_ids"):
         out[attr] = repr(getattr(contract, attr))
@@ -161,6 +166,14 @@ def contract_files(contract: Contract) -> dict[str, str]:
     if manifest and not is_url(manifest):  # a URL is the same wherever it is read from
         with contextlib.suppress(OSError):
             out[KEYS_BY_ATTR["expected_ids"].name] = digest_file(manifest)
+    for attr in ("chat_template", "prices"):  # the whole bill's files (docs/whole-bill.md)
+        if getattr(contract, attr):
+            with contextlib.suppress(OSError):
+                out[KEYS_BY_ATTR[attr].name] = digest_file(getattr(contract, attr))
+    if contract.requests:
+        with contextlib.suppress(OSError):
+            files = [(os.path.basename(f), digest_file(f)) for f in request_files(contract.requests)]
+            out[KEYS_BY_ATTR["requests"].name] = hashlib.sha256(orjson.dumps(files)).hexdigest()
     return out
 
 

@@ -242,13 +242,18 @@ BAD = {
 }
 NUMBERS = ("tokaudit_count_abs", "tokaudit_count_rel", "tokaudit_count_outliers",
            "tokaudit_max_shown", "tokaudit_shard_size", "tokaudit_baseline_rel",
-           "tokaudit_max_line_bytes")
+           "tokaudit_max_line_bytes", "tokaudit_prompt_count_abs", "tokaudit_prompt_count_rel",
+           "tokaudit_prompt_count_outliers")
 OPTIONAL_NUMBERS = ("tokaudit_count_mean_rel", "tokaudit_count_mean_abs", "tokaudit_roundtrip_rel", "tokaudit_budget",
-                    "tokaudit_price_per_mtok", "tokaudit_count_outlier_max")  # empty: off / unset
+                    "tokaudit_price_per_mtok", "tokaudit_count_outlier_max",
+                    "tokaudit_prompt_count_mean_rel", "tokaudit_prompt_count_mean_abs",
+                    "tokaudit_price_input_per_mtok", "tokaudit_price_cached_input_per_mtok",
+                    "tokaudit_price_output_per_mtok", "tokaudit_budget_money")  # empty: off / unset
 BOOLS = ("tokaudit_allow_empty", "tokaudit_trust_remote_code", "tokaudit_unique_ids",
          "tokaudit_unique_text")
 TOKENS = ("tokaudit_require_once", "tokaudit_require_last", "tokaudit_forbid")  # names need a tokenizer
-PATHS = ("tokaudit_tokenizer", "tokaudit_expected_ids")  # none of these exists
+PATHS = ("tokaudit_tokenizer", "tokaudit_expected_ids", "tokaudit_chat_template",
+         "tokaudit_requests", "tokaudit_prices")  # none of these exists
 OTHER = {
     "tokaudit_glob": {"empty": "", "unclosed-quote": "'*.jsonl"},
     "tokaudit_ids_field": {"empty": "", "empty-part": "response..ids", "dot": "."},
@@ -269,6 +274,11 @@ OTHER = {
     "tokaudit_cache_dir": {"a-file": "pytest.ini"},
     "tokaudit_cache_inputs": {"bad-variable": "$1LIMIT", "lone-dollar": "$", "unclosed-quote": "'a"},
     "tokaudit_engine": {"unknown": "dask", "empty": ""},
+    "tokaudit_prompt_messages": {"empty-part": "request..messages"},
+    "tokaudit_prompt_tools": {"empty-part": "request..tools"},
+    "tokaudit_prompt_count_field": {"empty": "", "times": "usage.prompt_tokens * 2"},
+    "tokaudit_join_field": {"empty": "", "empty-part": "a..b"},
+    "tokaudit_cached_tokens_field": {"empty-part": "usage..cached_tokens"},
 }
 
 
@@ -276,7 +286,7 @@ OTHER = {
 # integer): int() reads the text before the plugin does, so '٣' is 3, and a bad text's
 # message is int()'s, after the key.
 PYTEST_INT = (("tokaudit_count_abs", "tokaudit_max_shown", "tokaudit_shard_size",
-               "tokaudit_max_line_bytes")
+               "tokaudit_max_line_bytes", "tokaudit_prompt_count_abs")
               if (9, 0) <= PYTEST < (9, 2) else ())
 
 

@@ -677,3 +677,31 @@ def test_ray_workers_run_the_hooks_pytest_registered(pytester: pytest.Pytester, 
     again = pytester.runpytest_subprocess("--tokaudit", "data", *cached, timeout=300)
     assert first.ret == again.ret == local.ret == pytest.ExitCode.TESTS_FAILED
     again.stdout.fnmatch_lines(["tokaudit cache: 1 of 1 audit items reused*"])
+def test_the_whole_bill_audits_the_same_on_ray(pytester: pytest.Pytester, on_ray):
+    """Prompt counts through the chat template, the request join and the money by component
+    (issue #33): the same verdicts, failure text and report on the cluster."""
+    sys.path.insert(0, str(Path(__file__).parents[1] / "checks"))
+    from wholebill import batch_pair, error_line, tokenizer_copy, write_jsonl
+
+    requests, responses = batch_pair(5)
+    responses[0]["response"]["body"]["usage"]["prompt_tokens"] += 30
+    write_jsonl(pytester.path / "batches/job_input.jsonl", requests)
+    write_jsonl(pytester.path / "data/out.jsonl", responses[:4] + [responses[1]])
+    write_jsonl(pytester.path / "data/errors.jsonl", [error_line("request-9")])
+    tok = tokenizer_copy(pytester.path)
+    pytester.makeini(
+        "[pytest]\ntestpaths = data\n"
+        f"tokaudit_tokenizer = {tok}\ntokaudit_id_field = custom_id\n"
+        "tokaudit_count_field = response.body.usage.completion_tokens\n"
+        "tokaudit_text_template = {response.body.choices.0.message.content}<|im_end|>\n"
+        "tokaudit_prompt_count_field = response.body.usage.prompt_tokens\n"
+        "tokaudit_requests = batches/*_input.jsonl\n"
+        "tokaudit_price_input_per_mtok = 0.15\ntokaudit_price_output_per_mtok = 0.60\n"
+        "tokaudit_budget_money = 0.01\n")
+    local, local_report = run(pytester)
+    ray, ray_report = run(pytester, "--tokaudit-engine=ray")
+    assert_same(ray, ray_report, local, local_report)
+    out = ray.stdout.str()
+    assert "prompt_count: prompt billed" in out and "(request batches/job_input.jsonl:" in out
+    assert "FAILED tox.ini::tokaudit::requests" in out
+    assert ray_report["spend"]["components"]["input"]["tokens"] > 0

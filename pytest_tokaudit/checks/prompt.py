@@ -1,0 +1,164 @@
+"""The prompt audit: the billed prompt count against the tokenizer's chat template.
+
+A record that carries its request (`tokaudit_prompt_messages`, `tokaudit_prompt_tools`), or
+whose request is joined to it (`tokaudit_requests`), has its billed prompt count
+(`tokaudit_prompt_count_field`) held to the length of the chat template applied to the
+messages and tools with the generation prompt added (tokenizers/chat.py). The rules are the
+completion count's (checks/record.count_finding, Contract.mean_breach), applied with the
+`tokaudit_prompt_count_*` tolerances; each batch's conversations are rendered one by one and
+encoded in one call.
+
+The `prompt` channel holds per group of `tokaudit_group_by` values [values, records, billed,
+counted, |diff|, uncountable]: the JSON report and the terminal show the difference by
+provider/model, and shards merge by concatenation. A record whose messages hold a part the
+template cannot count (an image, audio) is counted apart as uncountable, never passed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Any
+
+from ..base.fields import MISSING, CountSum, get_path
+from ..base.findings import Finding
+from ..base.hooks import hookimpl
+from ..model.contract import Contract
+from ..model.summary import label, totals, writable
+from ..sources.parse import sum_terms
+from ..tokenizers.chat import chat_for, conversation
+from .groups import NONE
+from .join import error_of, id_hash, index_for, record_data
+from .record import count_finding
+
+CHANNEL = "prompt"
+
+
+@functools.lru_cache(maxsize=16)
+def rules(contract: Contract) -> Contract:
+    """The contract with the prompt's tolerances in the count's place: the count rule's own
+    functions then judge the prompt (no second copy of them)."""
+    return dataclasses.replace(
+        contract, count_abs=contract.prompt_count_abs, count_rel=contract.prompt_count_rel,
+        count_outliers=contract.prompt_count_outliers, count_outlier_max=None,
+        count_mean_rel=contract.prompt_count_mean_rel, count_mean_abs=contract.prompt_count_mean_abs)
+
+
+def billed_prompt(data: Any, formula: tuple[str, ...] | CountSum) -> int | str:
+    """The billed prompt count of a record, or what is wrong with it."""
+    name = ".".join(formula) if isinstance(formula, tuple) else str(formula)
+    if isinstance(formula, CountSum):
+        problems: list[str] = []
+        total = sum_terms([(t, get_path(data, t.path)) for t in formula.terms], formula, problems)
+        return problems[0] if total is None else total
+    value = get_path(data, formula)
+    if value is MISSING or value is None:
+        return f"missing field {name!r}"
+    if type(value) is not int or value < 0:
+        return f"{name} is {value!r}, not a count"
+    return value
+
+
+def _group(data: Any, paths: list[tuple[str, ...]]) -> tuple[str, ...]:
+    out = []
+    for path in paths:
+        value = get_path(data, path)
+        out.append(NONE if value is MISSING or value is None else value if type(value) is str else repr(value))
+    return tuple(out)
+
+
+class PromptCheck:
+    """Billed prompt tokens vs the chat template's, per record and on average per file."""
+
+    @staticmethod
+    def reads(contract: Any) -> frozenset[str]:
+        return frozenset({"data"} if contract.audits_prompts else ())
+
+    @hookimpl
+    def pytest_tokaudit_check_batch(self, records, unusable, contract, summary):
+        if not contract.audits_prompts:
+            return None
+        chat = chat_for(contract.tokenizer, contract.trust_remote_code, contract.chat_template)
+        judge = rules(contract)
+        messages_path, tools_path = contract.prompt_fields
+        rows = [(r.line, r.id, record_data(r)) for r in records]
+        rows += [(u.line, u.id, u.data) for u in unusable if u.data is not None]
+        rows.sort(key=lambda row: row[0])
+        index = index_for(contract) if contract.requests else None
+        groups = [tuple(f.split(".")) for f in contract.group_by]
+        channel = writable(summary).channel(CHANNEL)
+        entries = {tuple(e[0]): e for e in channel}
+        out: list[Finding] = []
+        todo: list[tuple[Any, ...]] = []  # (line, id, billed, group, request place) to count
+        conversations = []
+        found: list[int] = []  # each row's request (its position in the index), or -1
+        if index is not None:
+            hashes = [id_hash(get_path(data, contract.join_field)) if not error_of(data) else None
+                      for _, _, data in rows]
+            known = [h for h in hashes if h is not None]
+            at = iter(index.find(known) if known else [])
+            found = [next(at) if h is not None else -1 for h in hashes]
+        for k, (line, record_id, data) in enumerate(rows):
+            source, place = data, ""
+            if index is not None:
+                pos = found[k]
+                if pos < 0:
+                    continue  # an error line (it bills nothing) or no request: the join says
+                source, place = index.read(pos), f" (request {index.place(pos)})"
+            billed = billed_prompt(data, contract.prompt_count_field)
+            if type(billed) is str:
+                out.append(Finding("prompt_count", f"{billed}{place}", line, record_id))
+                continue
+            key = _group(data, groups)
+            entry = entries.get(key)
+            if entry is None:
+                entry = entries[key] = [list(key), 0, 0, 0, 0, 0]
+                channel.append(entry)
+            messages = get_path(source, messages_path)
+            if messages is MISSING or messages is None:
+                out.append(Finding("prompt_count", f"missing field {'.'.join(messages_path)!r}{place}",
+                                   line, record_id))
+                continue
+            tools = get_path(source, tools_path) if tools_path else None
+            conv = conversation(messages, None if tools is MISSING else tools)
+            if isinstance(conv, str):
+                entry[5] += 1  # counted apart: the template cannot count it
+                continue
+            todo.append((line, record_id, billed, entry, place))
+            conversations.append(conv)
+        for (line, record_id, billed, entry, place), counted in zip(todo, chat.lengths(conversations)):
+            if not isinstance(counted, int):  # the template refused the messages
+                out.append(Finding("prompt_count", f"{counted}{place}", line, record_id))
+                continue
+            entry[1] += 1
+            entry[2] += billed
+            entry[3] += counted
+            entry[4] += abs(counted - billed)
+            breach = count_finding("prompt_count", billed, counted, judge)
+            if breach is not None:
+                out.append(Finding(breach.check, f"prompt {breach.message}{place}", line, record_id,
+                                   breach.allowable))
+        return out
+
+    @hookimpl
+    def pytest_tokaudit_check_file(self, summary, contract):
+        if not contract.audits_prompts:
+            return None
+        groups = totals([[key, n, b, c, d] for key, n, b, c, d, _ in summary.channels.get(CHANNEL, ())])
+        uncountable = sum(e[5] for e in summary.channels.get(CHANNEL, ()))
+        n, billed, _, absdiff = (sum(v[i] for v in groups.values()) for i in range(4))
+        out = []
+        if not n and uncountable:
+            out.append(Finding("prompt_count", f"no prompt could be counted: {uncountable:,} "
+                                               "records hold parts the chat template cannot count"))
+        judge = rules(contract)
+        why = judge.mean_breach(n, billed, absdiff)
+        if why:
+            out.append(Finding("prompt_count_mean", f"prompt {why}"))
+        if len(groups) > 1:
+            for key, (gn, gb, _, gd) in sorted(groups.items()):
+                why = judge.mean_breach(gn, gb, gd)
+                if why:
+                    out.append(Finding("prompt_count_mean",
+                                       f"[{label(contract.group_by, key)}] prompt {why} ({gn:,} records)"))
+        return out

@@ -1,0 +1,158 @@
+"""tokaudit_requests: OpenAI Batch input files joined to their output files: every request
+answered exactly once (missing, orphan and duplicate answers name both places), error lines
+counted apart, the prompt audit on the joined pair; partial runs, -n 2."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+
+import pytest
+
+from conftest import TokProject, assert_no_crash, failure_section, summary_section
+from wholebill import batch_pair, error_line, tokenizer_copy, write_jsonl
+
+# The merge test judges in this process: numpy (a C extension) is imported at collection, so
+# that an in-process pytester run of another test cannot make it load a second time.
+pytest.importorskip("numpy")
+
+BATCH_INI = dict(
+    testpaths="data",
+    tokaudit_id_field="custom_id",
+    tokaudit_count_field="response.body.usage.completion_tokens",
+    tokaudit_text_template="{response.body.choices.0.message.content}<|im_end|>",
+    tokaudit_prompt_count_field="response.body.usage.prompt_tokens",
+    tokaudit_requests="batches/*_input.jsonl",
+)
+
+
+def batch_project(project: TokProject) -> tuple[list, list]:
+    requests, responses = batch_pair(7)
+    by_id = {r["custom_id"]: r for r in responses}
+    write_jsonl(project.path / "batches/job_input.jsonl", requests)
+    # request-2 unanswered; request-4 answered twice (once more in out2); request-6 an
+    # error line; request-99 answers nothing that was asked.
+    write_jsonl(project.path / "data/out1.jsonl",
+                [by_id[f"request-{k}"] for k in (5, 4, 3, 1, 0)])
+    orphan = copy.deepcopy(by_id["request-0"])
+    orphan["custom_id"] = "request-99"
+    write_jsonl(project.path / "data/out2.jsonl", [by_id["request-4"], orphan])
+    write_jsonl(project.path / "data/errors.jsonl", [error_line("request-6")])
+    project.ini(**BATCH_INI, tokaudit_tokenizer=str(tokenizer_copy(project.path)))
+    return requests, responses
+
+
+def outcome_lines(result, name: str) -> list[str]:
+    text = result.stdout.str()
+    m = re.search(rf"^pytest\.ini::tokaudit::{name}: (\w+): (.*)$", text, re.M)
+    assert m, text
+    return [m.group(1), m.group(2)]
+
+
+def test_every_request_is_answered_exactly_once(project: TokProject):
+    batch_project(project)
+    result = project.run()
+    assert_no_crash(result)
+    outcome, message = outcome_lines(result, "requests")
+    assert outcome == "failed"
+    assert message == ("7 requests, 8 responses: 1 unanswered, 1 answered twice, "
+                       "1 responses without a request, 1 error line")
+    out = result.stdout.str()
+    # Both places of each: the request's file:LINE and every answer's.
+    assert "custom_id 'request-4' (request batches/job_input.jsonl:5): 2 answers: " \
+           "data/out1.jsonl:2, data/out2.jsonl:1" in out
+    assert "data/out2.jsonl:2: custom_id 'request-99': no request" in out
+    assert "batches/job_input.jsonl:3: custom_id 'request-2'" in out
+    assert "data/errors.jsonl:1: custom_id 'request-6': status 500" in out
+    # The prompt counts were exact: the joined pairs pass the prompt audit.
+    assert "prompt_count" not in out
+    result.assert_outcomes(failed=2, passed=3)  # errors.jsonl (no usage) and the join
+
+
+def test_the_join_under_two_workers_is_the_same(pytester: pytest.Pytester):
+    project = TokProject(pytester, ("-n", "2"))
+    batch_project(project)
+    result = project.run()
+    assert_no_crash(result)
+    assert outcome_lines(result, "requests") == [
+        "failed", "7 requests, 8 responses: 1 unanswered, 1 answered twice, "
+                  "1 responses without a request, 1 error line"]
+    assert "data/out2.jsonl:2: custom_id 'request-99': no request" in result.stdout.str()
+
+
+def test_partial_run_never_passes_the_join(project: TokProject):
+    batch_project(project)
+    result = project.run(paths=("data/out1.jsonl",))
+    assert_no_crash(result)
+    outcome, message = outcome_lines(result, "requests")
+    assert outcome == "skipped"
+    assert message.startswith("partial run")
+
+
+def test_prompt_audit_on_the_joined_pair(pytester: pytest.Pytester):
+    project = TokProject(pytester, ())
+    requests, responses = batch_pair(4)
+    responses[1]["response"]["body"]["usage"]["prompt_tokens"] += 30  # a system prompt added
+    write_jsonl(project.path / "batches/job_input.jsonl", requests)
+    write_jsonl(project.path / "data/out.jsonl", responses)
+    project.ini(**BATCH_INI, tokaudit_tokenizer=str(tokenizer_copy(project.path)))
+    result = project.run()
+    assert_no_crash(result)
+    section = failure_section(result, "data/out.jsonl")
+    cid = responses[1]["custom_id"]
+    line = [s for s in section if ": prompt_count: " in s]
+    assert len(line) == 1 and line[0].startswith(f"data/out.jsonl:2: custom_id={cid!r}: prompt_count: prompt billed "), section
+    k = int(cid.split("-")[1])
+    assert f"(request batches/job_input.jsonl:{k + 1})" in line[0]
+    assert outcome_lines(result, "requests")[0] == "passed"
+    assert any(s.startswith("group") for s in summary_section(result))
+
+
+def test_the_cache_is_keyed_on_the_template_and_the_request_files(pytester: pytest.Pytester):
+    project = TokProject(pytester, ())
+    requests, responses = batch_pair(3)
+    write_jsonl(project.path / "batches/job_input.jsonl", requests)
+    write_jsonl(project.path / "data/out.jsonl", responses)
+    tok = tokenizer_copy(project.path)
+    template = json.loads((tok / "tokenizer_config.json").read_text())["chat_template"]
+    (project.path / "chat.jinja").write_text(template)
+    project.ini(**BATCH_INI, tokaudit_tokenizer=str(tok), tokaudit_chat_template="chat.jinja")
+
+    def run() -> dict:
+        result = project.run("--tokaudit-json=report.json")
+        assert_no_crash(result)
+        return json.loads((project.path / "report.json").read_text())["cache"]
+
+    assert run()["audited"] == ["data/out.jsonl::tokaudit"]
+    assert run()["items"] == ["data/out.jsonl::tokaudit"]  # nothing changed: reused
+    # A template that adds a line to every prompt: audited again, and every prompt is off.
+    (project.path / "chat.jinja").write_text(
+        "{{- 'A hidden instruction the provider adds to every single prompt it is sent, "
+        "billed to you without being asked for, which nobody would see.\\n' }}" + template)
+    assert run()["audited"] == ["data/out.jsonl::tokaudit"]
+    assert "prompt_count: prompt billed" in project.run().stdout.str()
+    (project.path / "chat.jinja").write_text(template)
+    assert run()["items"] == ["data/out.jsonl::tokaudit"]  # back as it was: the old entry
+    # A request file changed (another message): audited again.
+    requests[0]["body"]["messages"][1]["content"] += " Show your work."
+    write_jsonl(project.path / "batches/job_input.jsonl", requests)
+    assert run()["audited"] == ["data/out.jsonl::tokaudit"]
+
+
+def test_the_merge_of_two_parts_judges_the_whole_join(pytester: pytest.Pytester, monkeypatch):
+    """Each CI part alone is partial (skipped); their reports merged see every answer."""
+    from test_merge import merge
+
+    project = TokProject(pytester, ("-p", "no:xdist"))
+    batch_project(project)
+    monkeypatch.chdir(project.path)
+    for name, paths in (("p1.json", ("data/out1.jsonl",)), ("p2.json", ("data/out2.jsonl", "data/errors.jsonl"))):
+        result = project.run(f"--tokaudit-json={name}", paths=paths)
+        assert_no_crash(result)
+        assert outcome_lines(result, "requests")[0] in ("skipped", "failed")
+    ret, out, _ = merge("p1.json", "p2.json")
+    assert ret == pytest.ExitCode.TESTS_FAILED
+    line = next(l for l in out.splitlines() if "tokaudit::requests" in l)
+    assert "7 requests, 8 responses: 1 unanswered, 1 answered twice, 1 responses without a request, " \
+           "1 error line" in line, out
