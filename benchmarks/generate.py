@@ -435,7 +435,7 @@ def write_raw_file(path, tokenizer_dir, n_bytes, seed=0):
 SIZES = {
     "tiny": {"short": 0.3, "long": 1, "roundtrip": 0.1, "raw": 0.1},
     "small": {"short": 20, "long": 40, "roundtrip": 2, "raw": 2},
-    "medium": {"short": 100, "long": 200, "roundtrip": 8, "raw": 8},
+    "medium": {"short": 300, "long": 300, "roundtrip": 8, "raw": 8},
     "large": {"short": 1000, "long": 1000, "roundtrip": 40, "raw": 40},
 }
 KINDS = ("short", "long", "parquet", "arrow", "roundtrip", "raw")

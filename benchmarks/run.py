@@ -70,10 +70,11 @@ def extract(rev: str, into: Path) -> str:
     return sha
 
 
-def imported_from(python: str, pythonpath: str) -> str:
-    """Where this interpreter imports the package from with this PYTHONPATH (a sanity check)."""
+def imported_from(python: str, pythonpath: str, cwd: Path) -> str:
+    """Where this interpreter imports the package from with this PYTHONPATH, from a folder
+    outside the repository as the rows run (a sanity check)."""
     r = subprocess.run([python, "-c", "import pytest_tokaudit; print(pytest_tokaudit.__file__)"],
-                       capture_output=True, text=True, env=child_env(pythonpath, {}))
+                       capture_output=True, text=True, env=child_env(pythonpath, {}), cwd=cwd)
     return r.stdout.strip() or r.stderr.strip()[-300:]
 
 
@@ -179,14 +180,14 @@ def main(argv: list[str] | None = None) -> int:
             for code, path in codes.items():
                 if code == "tree" or row.plugin:
                     timed.append(Timed(case, row, code, path))
-    sources = {code: imported_from(ctx.python, path) for code, path in codes.items()}
+    sources = {code: imported_from(ctx.python, path, work) for code, path in codes.items()}
     for code, path in codes.items():
         if not sources[code].startswith(path):
             print(f"WARNING: the {code} rows import pytest_tokaudit from {sources[code]}, not {path}",
                   file=sys.stderr)
 
     for case in cases:
-        if "file" in case.input and not case.input["file"].startswith("/"):
+        if "file" in case.input and (ctx.data / case.input["file"]).is_file():
             read_once(str(ctx.data / case.input["file"]))
     load_before = os.getloadavg()
     if not args.dry:
