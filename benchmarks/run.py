@@ -228,11 +228,11 @@ def main(argv: list[str] | None = None) -> int:
 
     disagree = {}
     for case in cases:
-        found = {r["name"] + ("" if r["code"] == "tree" else " @base"): r["findings"]
-                 for r in results if r["case"] == case.name and r["findings"] is not None}
-        if len(set(found.values())) > 1:
-            disagree[case.name] = found
-            print(f"WARNING: the rows of {case.name} disagree on the findings: {found}", file=sys.stderr)
+        for kind in ("ref", "pytest"):  # the scripts count bad records, the plugin findings
+            found = {t.label: t.found for t in timed if t.case is case and t.row.findings == kind and t.runs}
+            if len(set(found.values())) > 1:
+                disagree[f"{case.name} ({kind})"] = found
+                print(f"WARNING: the rows of {case.name} disagree on the findings: {found}", file=sys.stderr)
 
     out = {
         "schema": 1,

@@ -1,7 +1,9 @@
 """Write the benchmark table of a results file into docs/performance.md.
 
-    python -m benchmarks.table RESULTS.json               # replace the table between the markers
-    python -m benchmarks.table RESULTS.json --print       # print it only
+    python -m benchmarks.table RESULTS.json [MORE.json ...]   # replace the table between the markers
+    python -m benchmarks.table RESULTS.json --print            # print it only
+
+Several results files (one run per case, say) give one section each, in the order given.
 
 The table goes between `<!-- bench-table:start -->` and `<!-- bench-table:end -->`; what
 is around the markers is left as it is. A dry run's results (`run --dry`) are refused.
@@ -107,20 +109,21 @@ def write(doc: Path, table: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("results", help="a JSON file written by python -m benchmarks.run")
+    ap.add_argument("results", nargs="+", help="JSON files written by python -m benchmarks.run")
     ap.add_argument("--doc", default=str(DOC), help="the Markdown file holding the markers")
     ap.add_argument("--print", action="store_true", help="print the table, write nothing")
     args = ap.parse_args(argv)
-    results = json.loads(Path(args.results).read_text())
-    table = render(results)
+    every = [json.loads(Path(path).read_text()) for path in args.results]
+    table = "\n\n".join(render(results) for results in every)
     if args.print:
         print(table)
         return 0
-    if results.get("dry"):
-        print(f"{args.results} is a dry run (run --dry): not a measurement, not written", file=sys.stderr)
+    dry = [path for path, results in zip(args.results, every) if results.get("dry")]
+    if dry:
+        print(f"{', '.join(dry)}: a dry run (run --dry), not a measurement: not written", file=sys.stderr)
         return 2
     write(Path(args.doc), table)
-    print(f"wrote the table of {args.results} into {args.doc}")
+    print(f"wrote the table of {', '.join(args.results)} into {args.doc}")
     return 0
 
 
