@@ -202,7 +202,10 @@ def findings(kind: str, result: dict) -> str | None:
         # plugin's rows only, -n 0 against -n 2 and against the --compare base).
         lines = out.splitlines()
         for i, line in enumerate(lines):
-            if line.startswith("file ") and line.rstrip().endswith(" findings") and i + 1 < len(lines):
-                return lines[i + 1].split()[-1].replace(",", "")
+            head = re.split(r"\s{2,}", line.strip())
+            if head[:1] == ["file"] and "findings" in head and i + 1 < len(lines):
+                cells = re.split(r"\s{2,}", lines[i + 1].strip())
+                if len(cells) == len(head):
+                    return cells[head.index("findings")].replace(",", "")
         return None
     return None
