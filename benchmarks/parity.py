@@ -4,15 +4,22 @@ outcomes, in process and under xdist, on the plain, columnar, sharded, Parquet, 
 and text-template paths. For refactors that must not change a verdict (issue #21).
 
     git worktree add /tmp/old <rev>
-    python benchmarks/generate.py --size seed --parquet && python benchmarks/generate.py --size seed --shape short
-    python benchmarks/generate.py --raw --size 4 && python benchmarks/generate.py --tokenizer
-    python benchmarks/parity.py /tmp/old .     # exit 0: every case the same
+    python -m benchmarks.parity /tmp/old .     # exit 0: every case the same
+
+The data are the kit's generated files at size `small` ($TOKAUDIT_BENCH_PARITY_SIZE), written
+into its cache on first use (benchmarks/generate.py).
 """
 import json, os, subprocess, sys, tempfile, shutil, re
 from pathlib import Path
 PY = sys.executable
 OLD, NEW = (str(Path(p).resolve()) for p in sys.argv[1:3])
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+from benchmarks.generate import ensure  # noqa: E402
+SIZE = os.environ.get("TOKAUDIT_BENCH_PARITY_SIZE", "small")
+# The files of the cases below, by the names they had before the kit (seed: long records).
+KINDS = {"seed.jsonl": "long", "short-seed.jsonl": "short", "seed.parquet": "parquet",
+         "roundtrip.jsonl": "roundtrip", "raw.jsonl": "raw"}
 QWEN_DIR = subprocess.run([PY, "-c", "import sys; sys.path.insert(0,'" + str(HERE.parent / "tests") + "'); from tokdata import qwen_dir; print(qwen_dir())"], capture_output=True, text=True).stdout.strip()
 KIMI = "[pytest]\ntokaudit_where = provider\ntokaudit_count_abs = 8\ntokaudit_count_rel = 2%\ntokaudit_count_mean_rel = 0.5%\ntokaudit_require_once = 163607\ntokaudit_require_last = 163586\ntokaudit_forbid = 163606\ntokaudit_unique_ids = true\ntokaudit_budget = 100000000\n"
 QW = "[pytest]\ntokaudit_tokenizer = {tok}\ntokaudit_count_abs = 8\ntokaudit_count_rel = 2%\ntokaudit_require_once = </think>\ntokaudit_require_last = <|im_end|>\ntokaudit_forbid = <think>\ntokaudit_roundtrip_rel = 5%\n"
@@ -23,7 +30,7 @@ CASES = [("seed.jsonl", KIMI, {}), ("seed.jsonl", KIMI, {"TOKAUDIT_COLUMNAR": "1
          ("roundtrip.jsonl", QW, {}), ("raw.jsonl", RAW, {})]
 def run(code, data, ini, env_extra, nflag):
     d = Path(tempfile.mkdtemp(prefix="par-"))
-    (d / "data").mkdir(); os.symlink(f"/tmp/tokaudit-bench/{data}", d / "data" / data)
+    (d / "data").mkdir(); os.symlink(ensure(KINDS[data], SIZE), d / "data" / data)
     (d / "pytest.ini").write_text(ini.format(tok=QWEN_DIR))
     env = {**os.environ, "PYTHONPATH": code, **env_extra}
     r = subprocess.run([PY, "-m", "pytest", "--tokaudit", "-p", "no:randomly", "-p", "no:cacheprovider", "--tokaudit-no-cache",

@@ -1,9 +1,9 @@
 """The Ray engine against -n 0 and -n 2, side by side in one run (issue #25).
 
-    python benchmarks/ray_engine.py --size 1024 --repeat 3 --out /tmp/tokaudit-ray-bench
+    python -m benchmarks.ray_engine --size 1024 --repeat 3 --out /tmp/tokaudit-ray-bench
 
 Generates a short-record and a long-record JSONL file of --size MB each (benchmarks/
-generate.py, the Kimi contract of run.py), shards of 32 MiB, and times `pytest --tokaudit`
+generate.py, the Kimi contract of kit.py), shards of 32 MiB, and times `pytest --tokaudit`
 with -n 0, -n 2 and --tokaudit-engine=ray on a 2-CPU `ray start --head` cluster on
 127.0.0.1 that this script starts (its start-up timed apart) and stops (its own process
 group only). Also: the per-task overhead (64 one-record files, Ray minus -n 0, per file)
@@ -26,9 +26,9 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-from generate import write_contract_file  # noqa: E402
-from run import CONTRACT_INI, KIMI  # noqa: E402
+sys.path.insert(0, str(HERE.parent))
+from benchmarks.generate import write_contract_file  # noqa: E402
+from benchmarks.kit import CONTRACT_INI, KIMI  # noqa: E402
 
 RAY_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_AUTH_MODE": "disabled",
            "RAY_USAGE_STATS_ENABLED": "0"}

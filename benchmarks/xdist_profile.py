@@ -1,12 +1,13 @@
 """Where the wall time of `pytest --tokaudit -n N` goes: one timeline per process.
 
-    python benchmarks/xdist_profile.py /tmp/tokaudit-bench/500mb.jsonl [-n 0,2] [--ini PATH]
+    python -m benchmarks.xdist_profile FILE [-n 0,2] [--ini PATH]
+    python -m benchmarks.xdist_profile "$(python benchmarks/generate.py --kind short --size medium)"
 
 Each run loads a small timing plugin (through PYTEST_PLUGINS, so xdist workers load it
 too) that notes, per process, when it started, when pytest was configured, when its test
 loop began and ended, when it exited, and its CPU time. Seconds are relative to the
-start of the pytest command. The contract is benchmarks/run.py's (written under
-DATA/run/contract), unless --ini names another pytest.ini.
+start of the pytest command. The contract is the kit's (benchmarks/kit.py: that of the
+generated files), unless --ini names another pytest.ini.
 """
 
 import argparse
@@ -115,13 +116,18 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("file")
     ap.add_argument("-n", default="0,2", help="comma list of -n values")
-    ap.add_argument("--ini", help="pytest.ini with the contract (default: run.py's)")
+    ap.add_argument("--ini", help="pytest.ini with the contract (default: the kit's)")
     args = ap.parse_args()
     path = os.path.abspath(args.file)
-    ini = args.ini or os.path.join(os.path.dirname(path), "run", "contract", "pytest.ini")
-    if not os.path.exists(ini):
-        sys.exit(f"no contract at {ini}: run benchmarks/run.py once, or pass --ini")
     with tempfile.TemporaryDirectory() as work:
+        ini = args.ini
+        if not ini:
+            from benchmarks.kit import CONTRACT_INI, KIMI
+
+            os.makedirs(os.path.join(work, "contract"))
+            ini = os.path.join(work, "contract", "pytest.ini")
+            with open(ini, "w") as f:
+                f.write(CONTRACT_INI.format(**KIMI))
         with open(os.path.join(work, "tokaudit_timing.py"), "w") as f:
             f.write(PLUGIN)
         for n in args.n.split(","):
