@@ -30,6 +30,7 @@ from ..base.formats import location
 from ..base.hooks import hookimpl
 from ..base.text import plural
 from ..model.outcome import Outcome
+from ..model.records import error_of
 from ..model.summary import writable
 
 CHANNEL = "join"  # per part: [shard, hashes (b64 u64), lines (b64 u64), orphans, errors]
@@ -175,20 +176,6 @@ def _pack(values: list[int]) -> str:
 def _unpack(text: str) -> Any:
     np = _numpy()
     return np.frombuffer(base64.b64decode(text), dtype=np.uint64)
-
-
-def error_of(data: Any) -> str | None:
-    """Why a response line is an error line (`error` set, a non-200 status), or None."""
-    if not isinstance(data, dict):
-        return None
-    error = data.get("error")
-    if error is not None:
-        message = error.get("message") if isinstance(error, dict) else error
-        return f"error: {message}"
-    status = get_path(data, ("response", "status_code"))
-    if status is not MISSING and status is not None and status != 200:
-        return f"status {status}"
-    return None
 
 
 def record_data(record: Any) -> Any:
