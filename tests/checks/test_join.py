@@ -180,3 +180,46 @@ def test_the_merge_of_two_parts_judges_the_whole_join(pytester: pytest.Pytester,
     merged = json.loads((project.path / "merged.json").read_text())
     entry = next(f for f in merged["files"] if f["path"] == "data/errors.jsonl")
     assert (entry["errors"], entry["findings"]) == (1, 0), entry
+
+
+# -- request files compressed, or at a URL ---------------------------------------------------
+
+@pytest.mark.parametrize("suffix", [".jsonl.gz", ".jsonl.zst"])
+def test_compressed_request_files_are_read_as_plain_ones(pytester: pytest.Pytester, suffix: str):
+    """Request files read with the package's own codecs: joined, and each response's
+    request read back (the prompt audit names the one it finds off, at its line)."""
+    if suffix.endswith(".zst"):
+        pytest.importorskip("zstandard")
+    from conftest import compress
+
+    project = TokProject(pytester, ())
+    requests, responses = batch_pair(4)
+    responses[1]["response"]["body"]["usage"]["prompt_tokens"] += 30  # a system prompt added
+    # Two request files, one compressed: each request's place is its own file's line.
+    plain = "".join(json.dumps(r) + "\n" for r in requests[:2]).encode()
+    packed = "".join(json.dumps(r) + "\n" for r in requests[2:]).encode()
+    (project.path / "batches").mkdir()
+    (project.path / "batches/a_input.jsonl").write_bytes(plain)
+    (project.path / f"batches/b_input{suffix}").write_bytes(compress(packed, suffix))
+    write_jsonl(project.path / "data/out.jsonl", responses)
+    project.ini(**{**BATCH_INI, "tokaudit_requests": "batches/*_input.jsonl*"},
+                tokaudit_tokenizer=str(tokenizer_copy(project.path)))
+    result = project.run()
+    assert_no_crash(result)
+    assert outcome_lines(result, "requests") == ["passed", "4 requests, 4 answered exactly once"]
+    cid = responses[1]["custom_id"]
+    k = int(cid.split("-")[1])
+    where = f"batches/a_input.jsonl:{k + 1}" if k < 2 else f"batches/b_input{suffix}:{k - 1}"
+    line = [s for s in failure_section(result, "data/out.jsonl") if ": prompt_count: " in s]
+    assert len(line) == 1 and f"(request {where})" in line[0], line
+
+
+def test_request_files_at_a_url_are_a_usage_error_naming_the_key(project: TokProject):
+    from run.test_usage_errors import assert_usage_error
+
+    requests, responses = batch_pair(2)
+    write_jsonl(project.path / "data/out.jsonl", responses)
+    project.ini(**{**BATCH_INI, "tokaudit_requests": "https://example.com/batches/job_input.jsonl"})
+    result = project.run()
+    assert_usage_error(result, "tokaudit_requests (pytest.ini): ",
+                       "https://example.com/batches/job_input.jsonl", "local")
