@@ -108,36 +108,52 @@ def _struct(buf: bytes, pos: int) -> tuple[dict[int, Any], int]:
 # -- pages -------------------------------------------------------------------------------
 
 class Page:
-    """One page: its kind, level and value counts, and its bytes, uncompressed on demand
-    (`body`), or only their start (`prefix`: a version 1 page's levels come first)."""
+    """One page: its kind, level and value counts, and its bytes, read and uncompressed on
+    demand (`body`), or only their start (`prefix`: a page's levels come first)."""
 
-    def __init__(self, kind: int, num_values: int, encoding: int, raw: bytes, size: int,
-                 codec: str | None, rep_bytes: int | None = None, def_bytes: int | None = None) -> None:
+    def __init__(self, kind: int, num_values: int, encoding: int, f: BinaryIO, at: int,
+                 raw_len: int, size: int, codec: str | None, rep_bytes: int | None = None,
+                 def_bytes: int | None = None) -> None:
         self.kind, self.num_values, self.encoding = kind, num_values, encoding
-        self.raw, self.size, self.codec = raw, size, codec
+        self.f, self.at, self.raw_len, self.size, self.codec = f, at, raw_len, size, codec
         self.rep_bytes, self.def_bytes = rep_bytes, def_bytes  # v2: the levels' lengths
         self._body: bytes | None = None
+
+    def _read(self, n: int) -> bytes:
+        self.f.seek(self.at)
+        return self.f.read(min(n, self.raw_len))
 
     @property
     def body(self) -> bytes:
         if self._body is None:
+            raw = self._read(self.raw_len)
             if self.kind == _DATA_V2:
                 assert self.rep_bytes is not None and self.def_bytes is not None
                 levels = self.rep_bytes + self.def_bytes
-                rest = self.raw[levels:]
+                rest = raw[levels:]
                 if self.codec is not None:
                     rest = _decompress(rest, self.size - levels, self.codec)
-                self._body = self.raw[:levels] + rest
+                self._body = raw[:levels] + rest
             else:
-                self._body = _decompress(self.raw, self.size, self.codec)
+                self._body = _decompress(raw, self.size, self.codec)
         return self._body
 
     def prefix(self, n: int) -> bytes:
-        """At least the first `n` bytes of the body (all of it when shorter)."""
-        if self._body is not None or self.codec is None or self.kind == _DATA_V2:
-            return self.body
-        got = _decompress_prefix(self.raw, self.size, self.codec, n)
-        return got if got is not None else self.body
+        """At least the first `n` bytes of the body (all of it when shorter), reading and
+        inflating no more of the page than it takes where the codec allows."""
+        if self._body is not None:
+            return self._body
+        if self.kind == _DATA_V2 or self.codec is None:  # v2 levels are never compressed
+            return self._read(n)
+        want = max(n, 1 << 16)
+        while True:
+            raw = self._read(want)
+            got = _decompress_prefix(raw, self.size, self.codec, n)
+            if got is not None and len(got) >= min(n, self.size):
+                return got
+            if len(raw) >= self.raw_len or got is None:
+                return self.body
+            want *= 8
 
 
 def pages(f: BinaryIO, chunk: Any) -> Iterator[Page]:
@@ -166,20 +182,19 @@ def pages(f: BinaryIO, chunk: Any) -> Iterator[Page]:
         kind, raw_size, size = header.get(1), header.get(2), header.get(3)
         if not isinstance(raw_size, int) or not isinstance(size, int):
             raise Unsupported("a page header without sizes")
-        f.seek(pos + used)
-        body = f.read(size)
-        pos += used + size
+        at = pos + used
+        pos = at + size
         if kind == _DICTIONARY:
             dp = header.get(7, {})
-            yield Page(kind, dp.get(1, 0), dp.get(2, _PLAIN), body, raw_size, codec)
+            yield Page(kind, dp.get(1, 0), dp.get(2, _PLAIN), f, at, size, raw_size, codec)
         elif kind == _DATA:
             dp = header.get(5, {})
             values += dp.get(1, 0)
-            yield Page(kind, dp.get(1, 0), dp.get(2, _PLAIN), body, raw_size, codec)
+            yield Page(kind, dp.get(1, 0), dp.get(2, _PLAIN), f, at, size, raw_size, codec)
         elif kind == _DATA_V2:
             dp = header.get(8, {})
             values += dp.get(1, 0)
-            yield Page(kind, dp.get(1, 0), dp.get(4, _PLAIN), body, raw_size,
+            yield Page(kind, dp.get(1, 0), dp.get(4, _PLAIN), f, at, size, raw_size,
                        codec if dp.get(7, True) else None, rep_bytes=dp.get(6, 0), def_bytes=dp.get(5, 0))
         # an index page, or a kind of page to come: nothing to read in it
 
@@ -205,24 +220,36 @@ def _decompress_prefix(raw: bytes, size: int, codec: str, n: int) -> bytes | Non
     if codec in ("zstd", "brotli"):
         import pyarrow as pa
 
-        with pa.CompressedInputStream(pa.BufferReader(raw), codec) as stream:
-            return bytes(stream.read(n))
+        try:
+            with pa.CompressedInputStream(pa.BufferReader(raw), codec) as stream:
+                return bytes(stream.read(n))
+        except (pa.ArrowException, OSError):  # cut short: read more of the page
+            return b""
     return None
 
 
 def _snappy_prefix(src: bytes, n: int) -> bytes:
     """The first `n` bytes of a raw Snappy block (its format: a length, then literals and
     copies of earlier output)."""
+    try:
+        return _snappy_decode(src, n)
+    except IndexError:  # the compressed bytes were cut short: what came out of them
+        return b""
+
+
+def _snappy_decode(src: bytes, n: int) -> bytes:
     _, pos = _varint(src, 0)
     out = bytearray()
     while len(out) < n and pos < len(src):
         tag = src[pos]
         pos += 1
         kind = tag & 3
+        extra = (tag >> 2) - 59 if kind == 0 and tag >> 2 >= 60 else (0, 1, 2, 4)[kind]
+        if pos + extra > len(src):
+            raise IndexError("cut short")
         if kind == 0:  # a literal
             k = tag >> 2
             if k >= 60:
-                extra = k - 59
                 k = int.from_bytes(src[pos:pos + extra], "little")
                 pos += extra
             out += src[pos:pos + k + 1]
@@ -351,7 +378,7 @@ def _rep_levels(page: Page, max_rep: int) -> Hybrid:
     """A data page's repetition levels, reading no more of the page than they take."""
     if page.kind == _DATA_V2:
         assert page.rep_bytes is not None
-        return Hybrid(page.raw, 0, page.rep_bytes, _bit_width(max_rep))
+        return Hybrid(page.prefix(page.rep_bytes), 0, page.rep_bytes, _bit_width(max_rep))
     head = page.prefix(4)
     (n,) = struct.unpack_from("<i", head, 0)
     body = page.prefix(4 + n)
