@@ -216,8 +216,9 @@ def check_ids(ids: Any, name: str) -> str | None:
 def parse_line(
     raw: bytes, line: int, contract: Contract, fast: bool = True
 ) -> Record | Rejected | _Skipped | ErrorLine:
-    """One non-blank line -> Record, SKIPPED, or Rejected (the findings that make it
-    unusable, with the id and billed count if they could be read)."""
+    """One non-blank line -> Record, SKIPPED, Rejected (the findings that make it
+    unusable, with the id and billed count if they could be read), or ErrorLine (an API's
+    error line, with tokaudit_requests: counted apart, no finding)."""
     key = fast and fastids.key_for(contract.ids_field, contract.where, contract.id_field,
                                    *_read_paths(contract))
     cut = fastids.cut(raw, key) if key else None
@@ -242,7 +243,7 @@ def parse_line(
         if flag is MISSING or not flag:
             return SKIPPED
     if contract.requests and (why := error_of(obj)) is not None:  # counted apart
-        return _error_line(obj, contract, why)
+        return _error_line(obj if cut is None else _load(raw), contract, why)  # the whole object
     problems, record_id, count, ids = _schema(obj, contract, cut is None)
     if problems and _big_floats(obj, contract):
         # Maybe an integer past 64 bits, which orjson reads as a float: read it exactly.
