@@ -197,6 +197,9 @@ def contract_from_values(raw: Mapping[str, tuple[Any, str, Path]], *,
             value = key.parse(value_raw)
             if key.attr == "expected_ids" and value and "://" in value:
                 _check_url(value, check_remote)  # a manifest at a URL: read through fsspec
+            elif key.attr == "requests" and is_url(value):  # read by offset: local files only
+                raise ContractError(f"request files are read from local files only, not "
+                                    f"{display_url(value)}: copy them next to the ini file")
             elif key.attr == "tokenizer" and value and value.startswith("tiktoken:"):
                 name = value[len("tiktoken:"):].strip()  # an encoding, or a .tiktoken file
                 if "/" in name or name.endswith(".tiktoken"):

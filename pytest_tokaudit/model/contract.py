@@ -599,7 +599,7 @@ KEYS: tuple[Key, ...] = (
         doc="the absolute part of that tolerance, as `tokaudit_count_mean_abs`"),
     Key("tokaudit_requests", "requests", parse_path, "",
         "dataset: request files (a glob, relative to the ini file) joined to the responses",
-        doc="dataset: the request files (a glob relative to the ini file, e.g. `batches/*_input.jsonl`: OpenAI Batch input lines with `custom_id` and `body`), joined to the audited responses by `tokaudit_join_field`: every request answered exactly once (`pytest.ini::tokaudit::requests`), and the prompt audit reads each response's request"),
+        doc="dataset: the request files (a glob relative to the ini file, e.g. `batches/*_input.jsonl`: OpenAI Batch input lines with `custom_id` and `body`; plain, `.gz` or `.zst`, local files only: a URL is a usage error), joined to the audited responses by `tokaudit_join_field`: every request answered exactly once (`pytest.ini::tokaudit::requests`), and the prompt audit reads each response's request"),
     Key("tokaudit_join_field", "join_field", parse_required_field, "custom_id",
         "field joining a response to its request (in both records)",
         doc="the field naming a request in both the request and the response records"),

@@ -171,6 +171,7 @@ def build(
             "records": sum(s.records for s in files),
             "audited": sum(s.audited for s in files),
             "unreadable": sum(s.unreadable for s in files),
+            "errors": sum(s.errors for s in files),
             "billed": sum(s.billed for s in files),
             "counted": sum(s.counted for s in files),
             "findings": sum(s.findings for s in files),
@@ -204,8 +205,8 @@ class Report:
 
 
 _COUNTS = (
-    "lines", "blank", "records", "audited", "skipped", "unreadable", "checked", "billed", "counted",
-    "absdiff", "max_absdiff", "findings", "allowable", "bad_records", "outlier_records",
+    "lines", "blank", "records", "audited", "skipped", "unreadable", "errors", "checked", "billed",
+    "counted", "absdiff", "max_absdiff", "findings", "allowable", "bad_records", "outlier_records",
     "rt_checked", "rt_changed", "collected", "records_with_findings",
 )
 
