@@ -17,10 +17,11 @@ from typing import Any, cast
 
 import pytest
 
-from ..checks.dataset import IdIndex, evaluate
+from ..checks.dataset import evaluate
 from ..engine.failure import whole_file_lines
 from ..engine.plain import check_file
 from ..model.contract import Contract
+from ..model.idindex import IdIndex
 from ..model.outcome import Outcome
 from ..model.report import pack_runs
 from ..model.result import Coverage, RunResult

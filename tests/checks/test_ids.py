@@ -12,11 +12,11 @@ import tracemalloc
 import pytest
 
 from conftest import UNRELATED_PLUGINS, TokProject, rec
-from pytest_tokaudit.checks import ids as ids_module
+from pytest_tokaudit.model import idindex as ids_module
 from pytest_tokaudit.model.contract import Contract
 from pytest_tokaudit.checks.dataset import DUPLICATES_SHOWN, evaluate
 from pytest_tokaudit.__main__ import standalone_hook
-from pytest_tokaudit.checks.ids import IdIndex, read_manifest
+from pytest_tokaudit.model.idindex import IdIndex, read_manifest
 from pytest_tokaudit.model.summary import IDS, FileSummary
 FAILED = pytest.ExitCode.TESTS_FAILED
 CONTRACT = Contract.from_json({"tokaudit_unique_ids": "true"})
