@@ -12,7 +12,7 @@ import pytest
 
 from conftest import TokProject, jsonl_bytes, rec
 from pytest_tokaudit.sources import frames
-from pytest_tokaudit.model.contract import MIN_SHARD_SIZE
+from pytest_tokaudit.model.values import MIN_SHARD_SIZE
 from pytest_tokaudit.sources.base import MAX_SHARDS
 from pytest_tokaudit.sources.jsonl import SOURCE as JSONL
 
