@@ -55,6 +55,7 @@ from ..model.rules import (
 )
 from ..model.summary import GROUPS, PROPERTY, FileSummary, label, totals
 from ..run.keys import RESULT
+from . import SessionFile
 
 POINTS = 1500  # scatter points on the page (the dataset's sample), plus OUTLIERS
 OUTLIERS = 200  # records of largest |diff| (the worst table, the scatter's outliers)
@@ -674,36 +675,14 @@ def write_page(path: Path, text: str) -> str | None:
     return None
 
 
-class HtmlReport:
-    """Writes the page at the end of the session (on the controller)."""
+class HtmlReport(SessionFile):
+    what = "HTML report"
 
-    def __init__(self, config: pytest.Config, path: str):
-        self.config = config
-        self.path = path
-        self.error: str | None = None
-        self.written = False
+    def build(self, result: RunResult, exitstatus: int) -> str:
+        return page_of(result, exitstatus, self.config.rootpath.name)
 
-    @pytest.hookimpl(trylast=True)
-    def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        result = self.config.stash.get(RESULT, None)
-        if result is None:  # --collect-only
-            return
-        try:
-            text = page_of(result, int(session.exitstatus), self.config.rootpath.name)
-        except Exception as exc:  # noqa: BLE001 - the page must never hide the verdict
-            self.error = f"cannot build it: {type(exc).__name__}: {exc}"
-        else:
-            self.error = write_page(Path(self.config.invocation_params.dir, self.path), text)
-        self.written = self.error is None
-        if self.error and session.exitstatus == 0:
-            session.exitstatus = pytest.ExitCode.TESTS_FAILED  # the report CI expects is missing
-
-    @pytest.hookimpl(trylast=True)
-    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if self.error:
-            terminalreporter.write_line(f"tokaudit HTML report NOT written: {self.error}", red=True)
-        elif self.written:
-            terminalreporter.write_line(f"tokaudit HTML report: {self.path}")
+    def save(self, content: str) -> str | None:
+        return write_page(Path(self.config.invocation_params.dir, self.path), content)
 
 
 class PytestHtmlExtras:
