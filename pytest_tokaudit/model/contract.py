@@ -22,35 +22,12 @@ from ..base.formats import default_glob
 from ..base.urls import display_url, is_url
 from ..tokenizers.hf import load_tokenizer, resolve_tokens
 from .rules import mean_within
-from .values import (
-    MAX_SHOWN,
-    Allowance,
-    ContractError,
-    fmt_rel,
-    is_token_id,
-    parse_allowance,
-    parse_bool,
-    parse_cache_inputs,
-    parse_count,
-    parse_count_field,
-    parse_engine,
-    parse_field,
-    parse_fields,
-    parse_mean_abs,
-    parse_optional_count,
-    parse_optional_limit,
-    parse_optional_price,
-    parse_optional_price_total,
-    parse_optional_rel,
-    parse_optional_template,
-    parse_path,
-    parse_patterns,
-    parse_rel,
-    parse_required_field,
-    parse_shard_size,
-    parse_tokens,
-    parse_words,
-)
+from .values import (MAX_SHOWN, Allowance, ContractError, fmt_rel, is_token_id, parse_allowance,
+    parse_bool, parse_cache_inputs, parse_count, parse_count_field, parse_engine, parse_field,
+    parse_fields, parse_mean_abs, parse_optional_count, parse_optional_limit,
+    parse_optional_price, parse_optional_price_total, parse_optional_rel, parse_optional_template,
+    parse_path, parse_patterns, parse_rel, parse_required_field, parse_shard_size, parse_tokens,
+    parse_words)
 
 if TYPE_CHECKING:
     import pytest

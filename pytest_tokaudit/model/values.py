@@ -11,13 +11,7 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
-from ..base.fields import (
-    CountSum,
-    FieldError,
-    Template,
-    parse_count_formula,
-    parse_template,
-)
+from ..base.fields import CountSum, FieldError, Template, parse_count_formula, parse_template
 
 # Bounds: counts travel as JSON through orjson (64-bit integers at most), and a bad-record
 # list longer than MAX_SHOWN helps nobody.
@@ -164,11 +158,16 @@ def parse_allowance(value: Any) -> Allowance:
         if isinstance(value.value, float) and value.value.is_integer():
             return Allowance(parse_count(int(value.value)), relative=False)
         return Allowance(parse_count(value.value), relative=False)
+    return _count_or_share(value, 1.0, "a count like 3 or a share like 0.5%")
+
+
+def _count_or_share(value: Any, hi: float, example: str) -> Allowance:
+    """'3' or 3: a count; '0.5%': a share up to `hi`."""
     if isinstance(value, str) and value.strip().endswith("%"):
-        return Allowance(parse_rel(value, hi=1.0), relative=True)
+        return Allowance(parse_rel(value, hi=hi), relative=True)
     if _is_int(value) or (isinstance(value, str) and _WHOLE.fullmatch(value.strip())):
         return Allowance(parse_count(value), relative=False)
-    raise ContractError(f"expected a count like 3 or a share like 0.5%, got {_shown(value)}")
+    raise ContractError(f"expected {example}, got {_shown(value)}")
 
 
 _TRUE = {"1", "true", "yes", "on", "y", "t"}
@@ -300,11 +299,7 @@ def parse_optional_limit(value: Any) -> Allowance | None:
         return None
     if isinstance(value, Allowance):
         return value
-    if isinstance(value, str) and value.strip().endswith("%"):
-        return Allowance(parse_rel(value), relative=True)
-    if _is_int(value) or (isinstance(value, str) and _WHOLE.fullmatch(value.strip())):
-        return Allowance(parse_count(value), relative=False)
-    raise ContractError(f"expected a count of tokens like 200 or a share like 50%, got {_shown(value)}")
+    return _count_or_share(value, MAX_SHARE, "a count of tokens like 200 or a share like 50%")
 
 
 def parse_fields(value: Any) -> tuple[str, ...]:

@@ -43,10 +43,9 @@ def path_options() -> list[tuple[str, str]]:
 class SessionFile:
     """A file written on the controller at the end of the session, from the run result.
 
-    `build` makes its content (an exception: it cannot be built, said, never raised) and
-    `save` writes it (None, or why not; never raises for that). A file the job expects and
-    does not get fails a run that passed (unless `fails_run` is off); the terminal summary
-    names the file, or says why it is not there.
+    `write` builds and writes it: None, or why not (an exception: it cannot be built, said,
+    never raised). A file the job expects and does not get fails a run that passed (unless
+    `fails_run` is off); the terminal summary names the file, or says why it is not there.
     """
 
     what = "file"  # the terminal's name for it: "tokaudit {what}: PATH"
@@ -60,10 +59,7 @@ class SessionFile:
         self.state = "NOT written"  # what the terminal says of it when there is an error
         self.written = False
 
-    def build(self, result: RunResult, exitstatus: int) -> Any:
-        raise NotImplementedError
-
-    def save(self, content: Any) -> str | None:
+    def write(self, result: RunResult, exitstatus: int) -> str | None:
         raise NotImplementedError
 
     def shown(self) -> str:
@@ -76,11 +72,9 @@ class SessionFile:
         if result is None:  # --collect-only
             return
         try:
-            content = self.build(result, int(session.exitstatus))
+            self.error = self.write(result, int(session.exitstatus))
         except Exception as exc:  # noqa: BLE001 - a file must never hide the verdict
             self.error = f"cannot build it: {type(exc).__name__}: {exc}"
-        else:
-            self.error = self.save(content)
         self.written = self.error is None
         if self.error and self.fails_run and session.exitstatus == 0:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED  # the file CI expects is missing

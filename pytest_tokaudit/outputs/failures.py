@@ -149,17 +149,14 @@ class Merge(SessionFile):
     def pytest_configure_node(self, node: Any) -> None:
         node.workerinput[WORKERINPUT] = self.prefix
 
-    def build(self, result: RunResult, exitstatus: int) -> RunResult:
+    def write(self, result: RunResult, exitstatus: int) -> str | None:
         writer = self.config.pluginmanager.get_plugin("tokaudit.failures")
         if writer is not None:
             writer.sink.close()  # -n 0: this process's own part
-        return result
-
-    def save(self, content: RunResult) -> str | None:
         parts = sorted(Path(self.prefix).parent.glob(Path(self.prefix).name + ".*.part"))
         error = None
         try:
-            self.count, missing = merge(parts, self.path, content)
+            self.count, missing = merge(parts, self.path, result)
             if missing:
                 self.state = "INCOMPLETE"
                 error = (f"{self.path} lacks {missing:,} of the findings the audit counted "

@@ -24,7 +24,7 @@ import pytest
 
 from .. import __version__
 from ..base import svg
-from ..base.atomic import check_writable, replacing
+from ..base.atomic import check_writable, put
 from ..base.formats import location
 from ..base.text import record_label
 from ..model.spend import CHANNEL as SPEND
@@ -667,22 +667,15 @@ def page_of(result: RunResult, exitstatus: int, title: str) -> str:
 
 def write_page(path: Path, text: str) -> str | None:
     """Write atomically; None, or why it could not be written (never raises for that)."""
-    try:
-        with replacing(path) as fh:
-            fh.write(text.encode("utf-8", "surrogatepass"))
-    except OSError as exc:
-        return f"cannot write the HTML report {path}: {exc.strerror or exc}"
-    return None
+    return put(path, text.encode("utf-8", "surrogatepass"), "the HTML report")
 
 
 class HtmlReport(SessionFile):
     what = "HTML report"
 
-    def build(self, result: RunResult, exitstatus: int) -> str:
-        return page_of(result, exitstatus, self.config.rootpath.name)
-
-    def save(self, content: str) -> str | None:
-        return write_page(Path(self.config.invocation_params.dir, self.path), content)
+    def write(self, result: RunResult, exitstatus: int) -> str | None:
+        page = page_of(result, exitstatus, self.config.rootpath.name)
+        return write_page(Path(self.config.invocation_params.dir, self.path), page)
 
 
 class PytestHtmlExtras:

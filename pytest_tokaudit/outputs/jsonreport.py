@@ -19,7 +19,7 @@ from . import SessionFile
 class JsonReport(SessionFile):
     what = "JSON report"
 
-    def build(self, result: RunResult, exitstatus: int) -> dict[str, Any]:
+    def write(self, result: RunResult, exitstatus: int) -> str | None:
         data = report.build(result.files, result.outcomes, result.contract,
                             result.coverage.partial, result.baseline)
         data["coverage"] = result.coverage.to_json()
@@ -31,10 +31,7 @@ class JsonReport(SessionFile):
                                       result.contract)
             except PriceError as exc:
                 data["spend"] = {"error": str(exc)}
-        return data
-
-    def save(self, content: dict[str, Any]) -> str | None:
-        return write(Path(self.config.invocation_params.dir, self.path), content)
+        return write(Path(self.config.invocation_params.dir, self.path), data)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:  # not trylast: first
         super().pytest_terminal_summary(terminalreporter)

@@ -146,7 +146,7 @@ class JobSummary(SessionFile):
     fails_run = False
     colour = "yellow"
 
-    def build(self, result: RunResult, exitstatus: int) -> str:
+    def write(self, result: RunResult, exitstatus: int) -> str | None:
         contract = result.contract
         text = build(
             result.files, result.outcomes, contract.id_field,
@@ -158,10 +158,7 @@ class JobSummary(SessionFile):
             spent = spend([(s.path, s.channels.get(SPEND, [])) for s in result.files], contract)
             text += "\n### Spend\n\n" + "".join(f"- {cell(line.strip())}\n"
                                                 for line in spend_text(spent)) + "\n"
-        return text
-
-    def save(self, content: str) -> str | None:
-        return append(self.path, content)
+        return append(self.path, text)
 
 
 PATH_OPTIONS = (("--tokaudit-markdown", "tokaudit_markdown"),)  # files written (run/targets.py)

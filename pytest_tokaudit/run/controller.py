@@ -396,10 +396,6 @@ class Controller:
             out.append(whole)
         return out
 
-    def baseline_changes(self) -> dict[str, list[str]] | None:
-        baseline = self.config.pluginmanager.get_plugin("tokaudit.baseline")
-        return None if baseline is None else baseline.compare(self.files())
-
     # -- the end --------------------------------------------------------------------------
     @pytest.hookimpl(trylast=True)  # after the cache provider wrote its lastfailed
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
