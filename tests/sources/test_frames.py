@@ -23,8 +23,7 @@ from typing import Any
 import pytest
 
 from pytest_tokaudit.sources.base import shard_count
-from conftest import jsonl_bytes, rec
-from test_gate import FAILED, Gate, assert_clean, gate  # noqa: F401  (the fixture)
+from conftest import FAILED, Gate, assert_clean, jsonl_bytes, rec
 
 zstandard = pytest.importorskip("zstandard")
 
