@@ -72,7 +72,7 @@ XDIST_MODES = {
 # are deselected (counted as such in pytest's summary line).
 FULL = os.environ.get("TOKAUDIT_TEST_FULL") == "1"
 BOTH_MODES = {
-    "test_gate.py", "test_dataset.py", "test_collect_reliability.py", "test_controller.py",
+    "test_gate.py", "test_dataset.py", "test_collection_edge_cases.py", "test_controller.py",
     "test_cache.py", "test_whole_file.py", "test_partial_runs.py", "test_failures_targets.py",
     "test_jsonreport.py",
 }
@@ -496,7 +496,7 @@ def summary_rows(result: pytest.RunResult) -> dict[str, list[str]]:
     section = summary_section(result)
     rows: dict[str, list[str]] = {}
     width = None
-    unreadable = None  # the column of a run with unreadable lines (test_one_truth.py checks it)
+    unreadable = None  # the column of a run with unreadable lines (test_outputs_agree.py checks it)
     for line in section:
         if not line.strip():
             break  # the worst-records table follows a blank line

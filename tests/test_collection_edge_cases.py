@@ -1,4 +1,5 @@
-"""Reliability of collection and sharding: the cases of the reliability issue, pinned.
+"""Collection and sharding at their edges: shards that did not run, file names that are not
+UTF-8, a file deleted mid-run, symlink loops; each case once went wrong, pinned here.
 
 Each test builds a small project, runs pytest in a subprocess with ``--tokaudit`` (through
 conftest.py's ``Gate``, which blocks the real plugins a test is not about) and asserts on

@@ -1,4 +1,4 @@
-"""Reliability of the reader on hostile input: each test pins a case that once went wrong.
+"""The reader on hostile input: each test pins a case that once went wrong.
 
 1. the fast path read forged or duplicate ids keys differently from orjson;
 2. form feed / vertical tab counted as white space;
