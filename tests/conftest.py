@@ -74,7 +74,7 @@ FULL = os.environ.get("TOKAUDIT_TEST_FULL") == "1"
 BOTH_MODES = {
     "test_gate.py", "test_dataset.py", "test_collection_edge_cases.py", "test_controller.py",
     "test_cache.py", "test_whole_file.py", "test_partial_runs.py", "test_failures_targets.py",
-    "test_jsonreport.py",
+    "test_jsonreport.py", "test_baseline.py",
 }
 
 
@@ -290,10 +290,43 @@ def tiktoken_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
     return cache
 
 
+@pytest.fixture(scope="module")
+def tok():
+    """The real Qwen3 tokenizer (tokdata.qwen_dir), loaded once per module."""
+    from pytest_tokaudit.tokenizers.hf import load_tokenizer
+    from tokdata import qwen_dir
+
+    return load_tokenizer(qwen_dir())
+
+
+# The HTML page is opened in a real browser: the system's Chromium, driven by playwright.
+CHROMIUM = Path("/usr/bin/chromium")
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """A headless Chromium with no network of its own, once per module (skipped without one)."""
+    if not CHROMIUM.exists():
+        pytest.skip(f"no browser: {CHROMIUM} does not exist (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright  # the [test] extra; never downloads a browser
+
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=str(CHROMIUM), args=[
+            "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+            "--disable-component-update", "--disable-sync", "--disable-quic", "--no-first-run"])
+        yield b
+        b.close()
+
+
 @pytest.fixture(params=list(XDIST_MODES.values()), ids=list(XDIST_MODES))
 def xdist_mode(request: pytest.FixtureRequest) -> tuple[str, ...]:
     """Command-line flags: run without xdist, or with two xdist workers."""
     return request.param
+
+
+# Each subprocess loads the tokenizer (in every xdist worker too): a test that loads
+# it runs without xdist only (ONE_MODE), to keep the suite quick.
+ONE_MODE = pytest.mark.parametrize("xdist_mode", [("-p", "no:xdist")], ids=["no-xdist"])
 
 
 @pytest.fixture
@@ -514,3 +547,13 @@ def summary_rows(result: pytest.RunResult) -> dict[str, list[str]]:
         "mean |diff|", "max |diff|", "findings",
     ], section
     return rows
+
+
+def flagged(section: list[str], path: str) -> list[tuple[int, str]]:
+    """(line, check) of every record finding in a failure section."""
+    out = []
+    for line in section:
+        m = re.match(rf"{re.escape(path)}:(\d+): (?:id='[^']*': )?(\w+): ", line)
+        if m:
+            out.append((int(m[1]), m[2]))
+    return out

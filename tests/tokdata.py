@@ -145,3 +145,18 @@ def raw_ini(project: Any, **more) -> None:
                 tokaudit_forbid="<think>", tokaudit_finish_reason="stop")
     keys.update(more)
     project.ini(**keys)
+
+
+def contract(**changes) -> Any:
+    """The contract an empty pytest.ini gives, with `changes` (as Contract.replace takes them)."""
+    from pytest_tokaudit.model.contract import KEYS, Contract
+
+    base = Contract(**{k.attr: k.parse(k.default) for k in KEYS})
+    return base.replace(**changes) if changes else base
+
+
+def raw_contract(**changes) -> Any:
+    """The contract of raw responses rebuilt by TEMPLATE with the Qwen3 tokenizer."""
+    keys = dict(tokenizer=str(qwen_dir()), text_template=TEMPLATE, id_field="id",
+                count_field="usage.completion_tokens")
+    return contract(**{**keys, **changes})

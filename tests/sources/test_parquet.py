@@ -152,14 +152,6 @@ RAW_SCHEMA = pa.schema([
 ])
 
 
-@pytest.fixture(scope="module")
-def tok():
-    from tokdata import qwen_dir
-
-    from pytest_tokaudit.tokenizers.hf import load_tokenizer
-    return load_tokenizer(qwen_dir())
-
-
 def raw_corpus(tok) -> list[dict]:
     """Clean responses and every fault a typed Parquet column can hold, each at its row."""
     from tokdata import clean_responses, n_tokens, response
