@@ -1,5 +1,5 @@
-"""Record-id bookkeeping (pytest_tokaudit.ids): keys, repeats, their report order, memory,
-and the expected-ids manifest."""
+"""The id checks (unique_ids, expected_ids) and the index they judge by (model/idindex.py):
+keys, repeats, their report order, memory, and the expected-ids manifest."""
 
 from __future__ import annotations
 
@@ -337,7 +337,7 @@ def test_memory_per_id_and_repeats(kind, limit):
     assert (twice - once) / N <= per_repeat, f"{(twice - once) / N:.1f} bytes per repeat"
 
 
-# -- issue #13: folding in chunks ----------------------------------------------------------------
+# -- folding in chunks -------------------------------------------------------------------------
 
 def naive_duplicates(parts: list[FileSummary]) -> list[tuple[object, list[str]]]:
     """What unique_ids must report, from a plain dict of (type, value) -> places."""
