@@ -16,9 +16,10 @@ import orjson
 
 from .. import __version__
 from ..base.formats import location
-from .contract import MAX_SHOWN, Contract, ContractError
+from .contract import Contract
 from .rules import signed_difference
 from .summary import BUDGET, IDS, FileSummary
+from .values import MAX_SHOWN, ContractError
 
 # 2: record ids moved into channels.ids; 3: runs of ids and lines packed (pack_runs).
 # Older formats are still read.

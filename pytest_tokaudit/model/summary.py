@@ -45,7 +45,7 @@ SEEN_PATHS = 200  # field paths kept from records that lack a required field
 PROPERTY = "tokaudit"  # the user_properties name a summary travels under
 
 
-# The channel of record ids (dataset.IdsChannel fills it; ids.IdIndex reads it): entries
+# The channel of record ids (dataset.IdsChannel fills it; idindex.IdIndex reads it): entries
 # [shard, ids, lines], lines relative to the shard until rebase() makes them the file's.
 # The controller folds them into its id index and drops them, or, for --tokaudit-json,
 # keeps them packed as runs (jsonreport.pack_runs).

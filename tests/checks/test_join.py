@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from conftest import TokProject, assert_no_crash, failure_section, summary_section
+from conftest import TokProject, assert_no_crash, failure_section, merge, summary_section
 from wholebill import batch_pair, error_line, tokenizer_copy, write_jsonl
 
 # The merge test judges in this process: numpy (a C extension) is imported at collection, so
@@ -162,8 +162,6 @@ def test_the_cache_is_keyed_on_the_template_and_the_request_files(pytester: pyte
 
 def test_the_merge_of_two_parts_judges_the_whole_join(pytester: pytest.Pytester, monkeypatch):
     """Each CI part alone is partial (skipped); their reports merged see every answer."""
-    from test_merge import merge
-
     project = TokProject(pytester, ("-p", "no:xdist"))
     batch_project(project)
     monkeypatch.chdir(project.path)
