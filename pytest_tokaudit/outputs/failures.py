@@ -37,7 +37,7 @@ from ..model.result import RunResult
 from ..model.summary import _BIG_INT, PROPERTY
 from ..run.keys import SINK
 from ..sources.base import Part
-from . import SessionFile
+from .session import SessionFile
 
 PREFIX = pytest.StashKey[str]()
 

@@ -55,7 +55,7 @@ from ..model.rules import (
 )
 from ..model.summary import GROUPS, PROPERTY, FileSummary, label, totals
 from ..run.keys import RESULT
-from . import SessionFile
+from .session import SessionFile
 
 POINTS = 1500  # scatter points on the page (the dataset's sample), plus OUTLIERS
 OUTLIERS = 200  # records of largest |diff| (the worst table, the scatter's outliers)

@@ -13,7 +13,7 @@ from ..model.result import RunResult
 from ..model.spend import CHANNEL as SPEND
 from ..model.spend import PriceError, priced, spend
 from ..run.cache import contract_files
-from . import SessionFile
+from .session import SessionFile
 
 
 class JsonReport(SessionFile):

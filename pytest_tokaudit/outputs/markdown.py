@@ -23,7 +23,7 @@ from ..model.spend import lines as spend_text
 from ..model.contract import money
 from ..model.result import RunResult
 from ..model.summary import FileSummary
-from . import SessionFile
+from .session import SessionFile
 
 SHOWN = 10  # findings listed per failing file
 
