@@ -440,13 +440,17 @@ def test_without_ray_or_with_a_hook_that_cannot_travel_is_a_usage_error(pytester
 def background_run(pytester: pytest.Pytester, conftest: str, files: int, *args: str
                    ) -> tuple[subprocess.Popen, Path]:
     """A project of one-record files under a conftest.py, audited on Ray by a pytest process
-    of its own (started, not waited for), and the file its output goes to."""
+    of its own (started, not waited for), and the file its output goes to. Each file is
+    just over GROUP_BYTES (a padded record), so each is a task of its own: smaller files
+    would share one."""
+    from pytest_tokaudit.run.engines.ray import GROUP_BYTES
+
     pytester.makeini("[pytest]\n")
     data = pytester.path / "data"
     data.mkdir()
     (data / "conftest.py").write_text(conftest % str(pytester.path))
     for k in range(files):
-        (data / f"f{k}.jsonl").write_text(json.dumps(rec(f"f{k}")) + "\n")
+        (data / f"f{k}.jsonl").write_text(json.dumps(rec(f"f{k}", pad="x" * GROUP_BYTES)) + "\n")
     out = pytester.path.parent / f"{pytester.path.name}-out.txt"
     with open(out, "wb") as fh:
         run = subprocess.Popen(
