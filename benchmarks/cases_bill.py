@@ -94,8 +94,8 @@ def prompt(ctx: Context, shared: bool) -> Case:
 
     name = "prompt_shared" if shared else "prompt"
     tok = _tokenizer(ctx, name)
-    if importlib.util.find_spec("transformers") is None:
-        raise Skip(f"{name}: transformers is not installed (it renders the chat template)")
+    if importlib.util.find_spec("transformers") is None or importlib.util.find_spec("jinja2") is None:
+        raise Skip(f"{name}: transformers and jinja2 render the chat template (pip install transformers jinja2)")
     n = scaled(ctx, 2000, 20)
     suffix = "" if tok == _default_tokenizer() else "-" + os.path.basename(os.path.normpath(tok))
     path = cached(ctx, f"{name.replace('_', '-')}-{n}rec-seed{ctx.seed}{suffix}.jsonl",
