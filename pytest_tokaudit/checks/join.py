@@ -66,7 +66,8 @@ def _numpy() -> Any:
     try:
         import numpy
     except ModuleNotFoundError:
-        raise JoinError("tokaudit_requests needs numpy (the request index): pip install numpy") from None
+        raise JoinError("tokaudit_requests needs numpy (the request index): "
+                        "pip install 'pytest-tokaudit[columnar]'") from None
     except ImportError as exc:  # installed, but it cannot be imported here
         raise JoinError(f"tokaudit_requests: cannot import numpy: {exc}") from None
     return numpy

@@ -15,6 +15,7 @@ string content.
 from __future__ import annotations
 
 import functools
+import importlib.util
 import json
 import re
 from pathlib import Path
@@ -134,9 +135,20 @@ def conversation(messages: Any, tools: Any) -> tuple[list[dict[str, Any]], list[
     return out, tools
 
 
+def _installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # a parent package missing, or blocked in sys.modules
+        return False
+
+
 def check_template(tokenizer: str, override: str) -> None:
     """Raise TokenizerError when the prompt audit would find no chat template: a stat and a
-    read of tokenizer_config.json, at configure time (transformers is imported on first use)."""
+    read of tokenizer_config.json, at configure time (transformers is imported on first use);
+    also when jinja2, which renders it, is not installed (a look-up, not an import)."""
+    if not _installed("jinja2"):
+        raise TokenizerError("the prompt audit renders the chat template with jinja2, which is "
+                             "not installed here: pip install 'pytest-tokaudit[tokenizer]'")
     if override or tokenizer.startswith("tiktoken:"):
         if not override:
             raise TokenizerError(f"the prompt audit needs a Hugging Face tokenizer directory with "

@@ -132,6 +132,18 @@ def test_a_tokenizer_directory_without_transformers_names_the_extra(project: Tok
                                       "pip install 'pytest-tokaudit[tokenizer]'")
 
 
+def test_the_prompt_audit_without_jinja2_names_the_extra(project: TokProject):
+    """transformers renders a chat template with jinja2, which it does not require: without
+    it, every record's prompt count failed at run time (the extra now brings it)."""
+    from tokdata import qwen_dir
+
+    block(project, "jinja2")
+    project.jsonl("data/a.jsonl", [rec(1)])
+    project.ini(tokaudit_tokenizer=qwen_dir(), tokaudit_prompt_messages="request.messages")
+    assert_usage_error(project.run(), "renders the chat template with jinja2, which is not "
+                                      "installed here: pip install 'pytest-tokaudit[tokenizer]'")
+
+
 def test_remote_code_over_tiktoken_without_tiktoken_names_the_extra(project: TokProject):
     """A Kimi-shaped directory (its code imports tiktoken) on a machine with [tokenizer] only."""
     import base64
