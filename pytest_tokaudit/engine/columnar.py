@@ -33,7 +33,7 @@ from ..model.summary import FileSummary, SummaryView
 from ..sources.base import LfsPointer, ReadError
 from ..sources.jsonl import JSON_WS, _chunks, line_range
 from .observers import NONE, Observers
-from .plain import PlainPass, read_error_text
+from .plain import RECORD, PlainPass, answer, read_error_text
 
 ENV = "TOKAUDIT_COLUMNAR"
 
@@ -229,10 +229,87 @@ class _Columns:
         self.tokens = tuple(dict.fromkeys(contract.require_once_ids + contract.forbid_ids))
 
     def chunk(self, data: bytes, line0: int) -> int:
-        """Audit a run of whole lines numbered from line0 + 1; the number of the last."""
-        lines = data.split(b"\n")
-        if data.endswith(b"\n"):
-            lines.pop()
+        """Audit a run of whole lines numbered from line0 + 1; the number of the last.
+
+        The lines that look like one JSON object each (`{...}`, within the limit) are
+        joined into one JSON array and parsed by simdjson in one call; the lines are found
+        and tested with numpy over the chunk's bytes, never cut into bytes objects. Where
+        simdjson refuses the array (a line of invalid JSON or UTF-8, nesting too deep),
+        each line of the chunk is parsed on its own (`by_line`) to find which.
+        """
+        np = self.np
+        u = np.frombuffer(data, dtype=np.uint8)
+        ends = np.flatnonzero(u == 10)
+        if not data.endswith(b"\n"):
+            ends = np.append(ends, len(data))
+        n = len(ends)
+        starts = np.empty(n, dtype=np.int64)
+        starts[:1] = 0
+        starts[1:] = ends[:-1] + 1
+        last = len(data) - 1
+        lengths = ends - starts
+        good = ((lengths > 0) & (lengths <= self.limit)
+                & (u[np.minimum(starts, last)] == 123) & (u[ends - 1] == 125))  # { and }
+        good_rows = np.flatnonzero(good)
+        cut = _Cut(data, starts, ends)
+        if not len(good_rows):
+            return self.fold(cut, n, line0, list(range(n)), [], [], [], [], [], 0)
+        # A line holding more than one "[": its ids may nest a list, which as_buffer
+        # flattens and the per-line path refuses (only these lines are looked at).
+        brackets = np.flatnonzero(u == 91)
+        nested = set()
+        if len(brackets) > len(good_rows):
+            per_line = np.bincount(np.searchsorted(ends, brackets), minlength=n)
+            nested = set(np.flatnonzero(per_line > 1).tolist())
+        # One JSON array of the good lines with a sentinel between each two: a line that
+        # is no JSON value alone but joins its neighbour into one (or splits into two)
+        # cannot keep every record between its sentinels, so misalignment is seen.
+        sep = b",%d,\n" % SENTINEL
+        if len(good_rows) == n:
+            body = b"[" + data[:int(ends[-1])].replace(b"\n", sep) + b"]"
+        else:  # the runs of consecutive good lines, each one slice of the chunk
+            breaks = np.flatnonzero(np.diff(good_rows) != 1)
+            firsts = good_rows[np.concatenate(([0], breaks + 1))].tolist()
+            lasts = good_rows[np.concatenate((breaks, [len(good_rows) - 1]))].tolist()
+            body = b"[" + b"\n".join(
+                [data[starts[a]:ends[b]] for a, b in zip(firsts, lasts)]).replace(b"\n", sep) + b"]"
+        rows = good_rows.tolist()
+        docs: Any = None
+        try:
+            docs = self.parser.parse(body)
+        except Exception:  # noqa: BLE001 - some line simdjson refuses: find it line by line
+            pass
+        if docs is not None:
+            try:
+                if len(docs) == 2 * len(rows) - 1:
+                    return self.columns(cut, n, line0, rows, nested, _framed(docs, rows), [])
+            except _Misaligned:
+                pass
+            finally:
+                docs = None  # the parser is reused: no view of its document may live on
+        return self.by_line(cut, n, line0, rows, nested)
+
+    def by_line(self, cut: _Cut, n: int, line0: int, good_rows: list[int],
+                nested: set[int]) -> int:
+        """chunk()'s work where the joined array did not parse: each good line on its own."""
+        parse = self.parser.parse
+        failed: list[int] = []
+
+        def each() -> Iterator[tuple[int, Any]]:
+            for row in good_rows:
+                try:
+                    doc = parse(cut.line(row))
+                except Exception:  # noqa: BLE001 - invalid JSON or UTF-8, too deep...: per line
+                    failed.append(row)
+                    continue
+                yield row, doc
+                doc = None
+
+        return self.columns(cut, n, line0, good_rows, nested, each(), failed)
+
+    def columns(self, cut: _Cut, n: int, line0: int, good_rows: list[int], nested: set[int],
+                pairs: Iterator[tuple[int, Any]], failed: list[int]) -> int:
+        """Read the contract's fields of each parsed record into columns (ids as int64)."""
         odd: list[int] = []  # rows for the per-line path
         rows: list[int] = []  # rows parsed into the columns below
         bufs: list[Any] = []
@@ -240,25 +317,14 @@ class _Columns:
         record_ids: list[Any] = []
         n_ids: list[int] = []
         skipped = 0
-        parse: Any = self.parser.parse
         array_type = self.array_type
         ids_name, count_name, id_name, where_name = (
             self.ids_name, self.count_name, self.id_name, self.where_name)
-        limit = self.limit
-        for row, line in enumerate(lines):
-            if line[:1] != b"{" or line[-1:] != b"}" or len(line) > limit:
-                odd.append(row)
-                continue
-            doc: Any
+        doc: Any = None
+        ids: Any = None
+        for row, doc in pairs:
             try:
-                doc = parse(line)
-            except Exception:  # noqa: BLE001 - invalid JSON or UTF-8, too deep...: the per-line path words it
-                odd.append(row)
-                continue
-            ids: Any = None
-            try:
-                keys = list(doc.keys())
-                if len(keys) != len(set(keys)):  # simdjson reads the first, orjson the last
+                if len(doc) != len(set(doc.keys())):  # simdjson reads the first, orjson the last
                     odd.append(row)
                     continue
                 if where_name is not None:
@@ -276,7 +342,7 @@ class _Columns:
                         or id_name is not None and type(rid) is not str and type(rid) is not int
                         or type(ids) is not array_type
                         # as_buffer flattens nested lists, which the per-line path refuses
-                        or line.count(b"[") > 1 and b"[" in ids.mini[1:]):
+                        or row in nested and b"[" in ids.mini[1:]):
                     odd.append(row)
                     continue
                 buf = ids.as_buffer(of_type="i")  # raises for a float, null, bool, past int64...
@@ -291,25 +357,39 @@ class _Columns:
             counts.append(count)
             record_ids.append(rid)
             n_ids.append(size)
-        return self.fold(lines, line0, odd, rows, bufs, counts, record_ids, n_ids, skipped)
+        if len(good_rows) < n or failed:
+            taken = set(good_rows)
+            odd = sorted([r for r in range(n) if r not in taken] + odd + failed)
+        return self.fold(cut, n, line0, odd, rows, bufs, counts, record_ids, n_ids, skipped)
 
-    def batch_hooks(self, records: list[_Row]) -> None:
+    def run(self, records: list[_Row], some_failed: bool) -> None:
+        """A run of parsed records: the per-record hooks on those the columns failed (the
+        clean ones are folded already), then the batch hooks on all, as plain.py does."""
         found: list[Finding] = []
-        for result in self.hook.pytest_tokaudit_check_batch(
-            records=records, contract=self.contract, summary=SummaryView(self.summary),
-            unusable=[],
+        hook, contract, summary = self.hook, self.contract, self.summary
+        if some_failed:
+            for record in records:
+                if type(record) is not _Failed:
+                    continue
+                summary.add_counts(record.line, record.id, record.count, record.n_ids)
+                for result in hook.pytest_tokaudit_check_record(record=record, contract=contract):
+                    for f in answer(result, RECORD, hook):
+                        if f.line is None:
+                            f = Finding(f.check, f.message, record.line, record.id, f.allowable)
+                        found.append(f)
+        for result in hook.pytest_tokaudit_check_batch(
+            records=records, contract=contract, summary=SummaryView(summary), unusable=[],
         ):
             found.extend(as_findings(result))
-        if found:  # none of this package's batch hooks finds anything here; never drop one
+        if found:
             found.sort(key=lambda f: f.line or 0)
-            self.summary.add_record_findings(found)
+            summary.add_record_findings(found)
 
-    def fold(self, lines: list[bytes], line0: int, odd: list[int], rows: list[int],
+    def fold(self, cut: _Cut, n: int, line0: int, odd: list[int], rows: list[int],
              bufs: list[Any], counts: list[int], record_ids: list[Any], n_ids: list[int],
              skipped: int) -> int:
         """Check the parsed rows column-wise; fold those that pass, hand on the rest."""
         np, contract, how, summary = self.np, self.contract, self.how, self.summary
-        n = len(lines)
         if rows:
             lens = np.array(n_ids, dtype=np.int64)
             billed = np.array(counts, dtype=np.int64)
@@ -322,6 +402,7 @@ class _Columns:
                 return np.bincount(np.searchsorted(ends, at, side="right"), minlength=len(lens))
 
             ok = per_row(flat < 0) == 0 if len(flat) and flat.min() < 0 else np.ones(len(lens), bool)
+            readable = ok.copy()  # a negative id is a schema finding: the per-line path
             diff = np.abs(signed_difference(billed, lens))
             if how.count_check:  # model.rules' count rule, element-wise
                 ok &= diff <= count_tolerance(contract, billed.astype(np.float64), np.maximum)
@@ -335,10 +416,19 @@ class _Columns:
                     last = np.where(lens > 0, last, -1)  # -1: no tokens, never a token id
                     ok &= np.isin(last, np.array(contract.require_last_ids, dtype=np.int64))
             good = np.flatnonzero(ok)
-            failed = np.flatnonzero(~ok)
-            if len(failed):  # a record with a finding: the per-line path words it
+            if self.plain.sink is None:
+                # A record the count or structure rule fails is a record all the same:
+                # its findings come from the checks' own hooks, called on it as a light
+                # record over its slice of the ids (in `run`), not from a second parse.
+                unread = np.flatnonzero(~readable)
+                failed = np.flatnonzero(readable & ~ok)
+            else:  # --tokaudit-failures: the per-line path words and writes each one
+                unread = np.flatnonzero(~ok)
+                failed = unread[:0]
+            if len(unread):
                 order = np.array(rows, dtype=np.int64)
-                odd = sorted(odd + order[failed].tolist())
+                odd = sorted(odd + order[unread].tolist())
+            starts = ends - lens
             n_clean = len(good)
             if n_clean:
                 summary.checked += n_clean
@@ -356,16 +446,18 @@ class _Columns:
                                      n_ids[k])
                 fold_figures(np, summary.figures, good, np.array(rows, dtype=np.int64) + line0 + 1,
                              billed, lens, diff, record_ids)
-            good_rows = good.tolist()
+            bad = {k: (flat, int(starts[k]), int(ends[k])) for k in failed.tolist()}
+            good_rows = sorted(good.tolist() + list(bad)) if bad else good.tolist()
         else:
             good_rows = []
             n_clean = 0
+            bad = {}
         summary.records += n - len(odd)  # PlainPass counts its own
         summary.skipped += skipped
-        summary.audited += n_clean
-        # The batch hooks (the ids and budget channels) get the clean rows as light records,
-        # in line order with the per-line path's batches: each run of clean rows between
-        # two odd rows goes after the per-line path has flushed the lines before it.
+        summary.audited += len(good_rows)
+        # The batch hooks (the ids and budget channels) get the parsed rows as light
+        # records, in line order with the per-line path's batches: each run of parsed rows
+        # between two odd rows goes after the per-line path has flushed the lines before it.
         clean_rows = [rows[k] for k in good_rows]
         take, limit = self.plain.take, self.limit
         at = 0
@@ -373,17 +465,73 @@ class _Columns:
             stop = bisect.bisect_left(clean_rows, row, at)
             if stop > at:
                 self.plain.flush()
-                self.batch_hooks([_Row(line0 + rows[k] + 1, record_ids[k], counts[k], n_ids[k])
-                                  for k in good_rows[at:stop]])
+                self.run([_Failed(line0 + rows[k] + 1, record_ids[k], counts[k], n_ids[k], *bad[k])
+                          if k in bad else _Row(line0 + rows[k] + 1, record_ids[k], counts[k], n_ids[k])
+                          for k in good_rows[at:stop]], bool(bad))
                 at = stop
             if row < n:
-                raw = lines[row]
+                raw = cut.line(row)
                 body = raw.strip(JSON_WS)
                 if not body:
                     self.blank += 1
                 else:
                     take(line0 + row + 1, len(raw) if len(raw) > limit else body)
         return line0 + n
+
+
+SENTINEL = 10**17 + int.from_bytes(os.urandom(7), "little")  # no data can hold it by chance
+
+
+class _Misaligned(Exception):
+    """The joined array's values are not one record per good line."""
+
+
+def _framed(docs: Any, rows: list[int]) -> Iterator[tuple[int, Any]]:
+    """(row, record) of each good line from the joined array, each sentinel checked."""
+    it = iter(docs)
+    for k, row in enumerate(rows):
+        if k and next(it) != SENTINEL:
+            raise _Misaligned
+        yield row, next(it)
+
+
+class _Failed:
+    """A parsed record the count or structure rule fails, as its checks read it: the
+    count, the ids' number, last id and token counts, from its slice of the chunk's ids."""
+
+    __slots__ = ("line", "id", "count", "n_ids", "_flat", "_start", "_end")
+
+    def __init__(self, line: int, record_id: Any, count: int, n_ids: int, flat: Any, start: int,
+                 end: int):
+        self.line, self.id, self.count, self.n_ids = line, record_id, count, n_ids
+        self._flat, self._start, self._end = flat, start, end
+
+    def __getattr__(self, name: str) -> Any:  # never a silent half-record
+        raise AttributeError(f"record.{name}: the columnar path hands a per-record check "
+                             "line, id, count, n_ids, last_id and count_each only")
+
+    @property
+    def last_id(self) -> int | None:
+        return int(self._flat[self._end - 1]) if self._end > self._start else None
+
+    def count_each(self, tokens: tuple[int, ...]) -> list[int]:
+        ids = self._flat[self._start:self._end]
+        return [int((ids == t).sum()) for t in tokens]
+
+    def finding(self, check: str, message: str, allowable: bool = False) -> Finding:
+        return Finding(check, message, self.line, self.id, allowable)
+
+
+class _Cut:
+    """The lines of a chunk by their offsets: a line's bytes are cut only when asked for."""
+
+    __slots__ = ("data", "starts", "ends")
+
+    def __init__(self, data: bytes, starts: Any, ends: Any):
+        self.data, self.starts, self.ends = data, starts, ends
+
+    def line(self, row: int) -> bytes:
+        return self.data[int(self.starts[row]):int(self.ends[row])]
 
 
 class _Row:
