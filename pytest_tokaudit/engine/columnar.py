@@ -23,10 +23,11 @@ from __future__ import annotations
 import bisect
 import os
 from pathlib import Path
-from typing import Any, Iterator, NamedTuple
+from typing import Any, Iterator, NamedTuple, Sequence
 
 from ..base.findings import Finding, as_findings
 from ..model.contract import Contract
+from ..model.records import Columns
 from ..model.figures import SAMPLE, TAIL, Figures, diff_bins, length_bins, priorities
 from ..model.rules import count_tolerance, signed_difference
 from ..model.summary import FileSummary, SummaryView
@@ -148,7 +149,9 @@ def pieces(path: Any, start: int = 0, end: int | None = None, limit: int = 64 <<
                 return
         cut = buf.rfind(b"\n") + 1
         if cut:
-            yield bytes(buf[:cut])
+            with memoryview(buf) as view:  # one copy, not a bytearray slice and its bytes
+                piece = bytes(view[:cut])
+            yield piece
             del buf[:cut]
             base += cut
         if len(buf) > limit:  # one line over the limit: count its bytes, keep none
@@ -254,13 +257,6 @@ class _Columns:
         cut = _Cut(data, starts, ends)
         if not len(good_rows):
             return self.fold(cut, n, line0, list(range(n)), [], [], [], [], [], 0)
-        # A line holding more than one "[": its ids may nest a list, which as_buffer
-        # flattens and the per-line path refuses (only these lines are looked at).
-        brackets = np.flatnonzero(u == 91)
-        nested = set()
-        if len(brackets) > len(good_rows):
-            per_line = np.bincount(np.searchsorted(ends, brackets), minlength=n)
-            nested = set(np.flatnonzero(per_line > 1).tolist())
         # One JSON array of the good lines with a sentinel between each two: a line that
         # is no JSON value alone but joins its neighbour into one (or splits into two)
         # cannot keep every record between its sentinels, so misalignment is seen.
@@ -273,6 +269,13 @@ class _Columns:
             lasts = good_rows[np.concatenate((breaks, [len(good_rows) - 1]))].tolist()
             body = b"[" + b"\n".join(
                 [data[starts[a]:ends[b]] for a, b in zip(firsts, lasts)]).replace(b"\n", sep) + b"]"
+        # A line holding more than one "[": its ids may nest a list, which as_buffer
+        # flattens and the per-line path refuses (only these lines are looked at).
+        nested = set()
+        if body.count(b"[") > len(good_rows) + 1:  # (a count runs at memory speed)
+            brackets = np.flatnonzero(u == 91)
+            per_line = np.bincount(np.searchsorted(ends, brackets), minlength=n)
+            nested = set(np.flatnonzero(per_line > 1).tolist())
         rows = good_rows.tolist()
         docs: Any = None
         try:
@@ -362,21 +365,18 @@ class _Columns:
             odd = sorted([r for r in range(n) if r not in taken] + odd + failed)
         return self.fold(cut, n, line0, odd, rows, bufs, counts, record_ids, n_ids, skipped)
 
-    def run(self, records: list[_Row], some_failed: bool) -> None:
+    def run(self, records: _Rows) -> None:
         """A run of parsed records: the per-record hooks on those the columns failed (the
         clean ones are folded already), then the batch hooks on all, as plain.py does."""
         found: list[Finding] = []
         hook, contract, summary = self.hook, self.contract, self.summary
-        if some_failed:
-            for record in records:
-                if type(record) is not _Failed:
-                    continue
-                summary.add_counts(record.line, record.id, record.count, record.n_ids)
-                for result in hook.pytest_tokaudit_check_record(record=record, contract=contract):
-                    for f in answer(result, RECORD, hook):
-                        if f.line is None:
-                            f = Finding(f.check, f.message, record.line, record.id, f.allowable)
-                        found.append(f)
+        for record in records.failed():
+            summary.add_counts(record.line, record.id, record.count, record.n_ids)
+            for result in hook.pytest_tokaudit_check_record(record=record, contract=contract):
+                for f in answer(result, RECORD, hook):
+                    if f.line is None:
+                        f = Finding(f.check, f.message, record.line, record.id, f.allowable)
+                    found.append(f)
         for result in hook.pytest_tokaudit_check_batch(
             records=records, contract=contract, summary=SummaryView(summary), unusable=[],
         ):
@@ -459,15 +459,17 @@ class _Columns:
         # records, in line order with the per-line path's batches: each run of parsed rows
         # between two odd rows goes after the per-line path has flushed the lines before it.
         clean_rows = [rows[k] for k in good_rows]
+        line_col = [line0 + r + 1 for r in clean_rows]
+        id_col = record_ids if len(good_rows) == len(rows) else [record_ids[k] for k in good_rows]
+        count_col = counts if len(good_rows) == len(rows) else [counts[k] for k in good_rows]
         take, limit = self.plain.take, self.limit
         at = 0
         for row in [*odd, n]:
             stop = bisect.bisect_left(clean_rows, row, at)
             if stop > at:
                 self.plain.flush()
-                self.run([_Failed(line0 + rows[k] + 1, record_ids[k], counts[k], n_ids[k], *bad[k])
-                          if k in bad else _Row(line0 + rows[k] + 1, record_ids[k], counts[k], n_ids[k])
-                          for k in good_rows[at:stop]], bool(bad))
+                self.run(_Rows(Columns(line_col[at:stop], id_col[at:stop], count_col[at:stop]),
+                               good_rows[at:stop], n_ids, bad))
                 at = stop
             if row < n:
                 raw = cut.line(row)
@@ -493,6 +495,35 @@ def _framed(docs: Any, rows: list[int]) -> Iterator[tuple[int, Any]]:
         if k and next(it) != SENTINEL:
             raise _Misaligned
         yield row, next(it)
+
+
+class _Rows(Sequence[Any]):
+    """A run of parsed records for the hooks: light records made only when read, and
+    their columns (model.records.Columns) for the built-in batch hooks."""
+
+    def __init__(self, columns: Columns, keys: list[int], n_ids: list[int],
+                 bad: dict[int, tuple[Any, int, int]]):
+        self.columns, self.keys, self.n_ids, self.bad = columns, keys, n_ids, bad
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        cols, k = self.columns, self.keys[i]
+        if k in self.bad:
+            return _Failed(cols.line[i], cols.id[i], cols.count[i], self.n_ids[k], *self.bad[k])
+        return _Row(cols.line[i], cols.id[i], cols.count[i], self.n_ids[k])
+
+    def __iter__(self) -> Iterator[Any]:
+        return (self[i] for i in range(len(self.keys)))
+
+    def failed(self) -> Iterator[_Failed]:
+        if self.bad:
+            for i, k in enumerate(self.keys):
+                if k in self.bad:
+                    yield self[i]
 
 
 class _Failed:

@@ -224,3 +224,18 @@ class Rejected:
     # (whose paths name the closest ones when no record of the file has a field).
     missing: tuple[str, ...] = ()
     data: Any = field(default=None, compare=False)
+
+
+class Columns(NamedTuple):
+    """A batch's light records as columns, one list per field (line, id, billed count),
+    beside the records themselves: a built-in batch hook that reads only these sums or
+    extends over them instead of a Python step per record (engine/columnar.py)."""
+
+    line: list[int]
+    id: list[Any]
+    count: list[int]
+
+
+def columns_of(records: Any) -> Columns | None:
+    """The columns a batch of records comes with, or None (then read the records)."""
+    return getattr(records, "columns", None)
