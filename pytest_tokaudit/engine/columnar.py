@@ -230,6 +230,7 @@ class _Columns:
         self.id_name = contract.id_field[0] if contract.id_field else None
         self.where_name = contract.where[0] if contract.where else None
         self.tokens = tuple(dict.fromkeys(contract.require_once_ids + contract.forbid_ids))
+        self.spare: Any = None  # a second parser, for the rare line looked at again
 
     def chunk(self, data: bytes, line0: int) -> int:
         """Audit a run of whole lines numbered from line0 + 1; the number of the last.
@@ -269,13 +270,7 @@ class _Columns:
             lasts = good_rows[np.concatenate((breaks, [len(good_rows) - 1]))].tolist()
             body = b"[" + b"\n".join(
                 [data[starts[a]:ends[b]] for a, b in zip(firsts, lasts)]).replace(b"\n", sep) + b"]"
-        # A line holding more than one "[": its ids may nest a list, which as_buffer
-        # flattens and the per-line path refuses (only these lines are looked at).
-        nested = set()
-        if body.count(b"[") > len(good_rows) + 1:  # (a count runs at memory speed)
-            brackets = np.flatnonzero(u == 91)
-            per_line = np.bincount(np.searchsorted(ends, brackets), minlength=n)
-            nested = set(np.flatnonzero(per_line > 1).tolist())
+        brackets = body.count(b"[")  # (a count runs at memory speed)
         rows = good_rows.tolist()
         docs: Any = None
         try:
@@ -285,15 +280,15 @@ class _Columns:
         if docs is not None:
             try:
                 if len(docs) == 2 * len(rows) - 1:
-                    return self.columns(cut, n, line0, rows, nested, _framed(docs, rows), [])
+                    return self.columns(cut, n, line0, rows, brackets, _framed(docs, rows), [])
             except _Misaligned:
                 pass
             finally:
                 docs = None  # the parser is reused: no view of its document may live on
-        return self.by_line(cut, n, line0, rows, nested)
+        return self.by_line(cut, n, line0, rows, brackets)
 
     def by_line(self, cut: _Cut, n: int, line0: int, good_rows: list[int],
-                nested: set[int]) -> int:
+                brackets: int) -> int:
         """chunk()'s work where the joined array did not parse: each good line on its own."""
         parse = self.parser.parse
         failed: list[int] = []
@@ -308,9 +303,9 @@ class _Columns:
                 yield row, doc
                 doc = None
 
-        return self.columns(cut, n, line0, good_rows, nested, each(), failed)
+        return self.columns(cut, n, line0, good_rows, brackets, each(), failed)
 
-    def columns(self, cut: _Cut, n: int, line0: int, good_rows: list[int], nested: set[int],
+    def columns(self, cut: _Cut, n: int, line0: int, good_rows: list[int], brackets: int,
                 pairs: Iterator[tuple[int, Any]], failed: list[int]) -> int:
         """Read the contract's fields of each parsed record into columns (ids as int64)."""
         odd: list[int] = []  # rows for the per-line path
@@ -320,6 +315,7 @@ class _Columns:
         record_ids: list[Any] = []
         n_ids: list[int] = []
         skipped = 0
+        arrays = 0  # records whose ids are an array: each holds a "[" at least
         array_type = self.array_type
         ids_name, count_name, id_name, where_name = (
             self.ids_name, self.count_name, self.id_name, self.where_name)
@@ -341,11 +337,13 @@ class _Columns:
                 count = doc.get(count_name)
                 rid = doc.get(id_name) if id_name is not None else None
                 ids = doc.get(ids_name)
+                if type(ids) is array_type:
+                    arrays += 1
+                else:
+                    odd.append(row)
+                    continue
                 if (type(count) is not int or not 0 <= count < EXACT
-                        or id_name is not None and type(rid) is not str and type(rid) is not int
-                        or type(ids) is not array_type
-                        # as_buffer flattens nested lists, which the per-line path refuses
-                        or row in nested and b"[" in ids.mini[1:]):
+                        or id_name is not None and type(rid) is not str and type(rid) is not int):
                     odd.append(row)
                     continue
                 buf = ids.as_buffer(of_type="i")  # raises for a float, null, bool, past int64...
@@ -360,10 +358,37 @@ class _Columns:
             counts.append(count)
             record_ids.append(rid)
             n_ids.append(size)
+        if brackets - 1 > arrays and rows:
+            # More "[" than ids arrays: a line may nest a list among its ids, which
+            # as_buffer flattens and the per-line path refuses. Those lines are looked at.
+            nested = self.nested(cut, n, rows)
+            if nested:
+                keep = [i for i, row in enumerate(rows) if row not in nested]
+                rows, bufs, counts, record_ids, n_ids = (
+                    [col[i] for i in keep] for col in (rows, bufs, counts, record_ids, n_ids))
+                odd = sorted(odd + list(nested))
         if len(good_rows) < n or failed:
             taken = set(good_rows)
             odd = sorted([r for r in range(n) if r not in taken] + odd + failed)
         return self.fold(cut, n, line0, odd, rows, bufs, counts, record_ids, n_ids, skipped)
+
+    def nested(self, cut: _Cut, n: int, rows: list[int]) -> set[int]:
+        """The rows whose ids nest a list, of those holding more than one "["."""
+        np = self.np
+        u = np.frombuffer(cut.data, dtype=np.uint8)
+        per_line = np.bincount(np.searchsorted(cut.ends, np.flatnonzero(u == 91)), minlength=n)
+        if self.spare is None:  # the main parser's document is still alive
+            import simdjson
+
+            self.spare = simdjson.Parser()
+        out = set()
+        for row in rows:
+            if per_line[row] > 1:
+                doc: Any = self.spare.parse(cut.line(row))
+                if b"[" in doc.get(self.ids_name).mini[1:]:
+                    out.add(row)
+                doc = None
+        return out
 
     def run(self, records: _Rows) -> None:
         """A run of parsed records: the per-record hooks on those the columns failed (the
