@@ -270,7 +270,10 @@ class _Columns:
             lasts = good_rows[np.concatenate((breaks, [len(good_rows) - 1]))].tolist()
             body = b"[" + b"\n".join(
                 [data[starts[a]:ends[b]] for a, b in zip(firsts, lasts)]).replace(b"\n", sep) + b"]"
-        brackets = body.count(b"[")  # (a count runs at memory speed)
+        # The "[" of the good lines, and the array's own (numpy: bytes.count is slower).
+        brackets = int(np.count_nonzero(u == 91)) + 1
+        if len(good_rows) < n:
+            brackets -= sum(cut.line(row).count(b"[") for row in np.flatnonzero(~good).tolist())
         rows = good_rows.tolist()
         docs: Any = None
         try:
@@ -326,6 +329,9 @@ class _Columns:
                 if len(doc) != len(set(doc.keys())):  # simdjson reads the first, orjson the last
                     odd.append(row)
                     continue
+                ids = doc.get(ids_name)
+                is_array = type(ids) is array_type
+                arrays += is_array  # skipped or not: its "[" is accounted for
                 if where_name is not None:
                     flag = doc.get(where_name)
                     if type(flag) not in _SCALARS:  # a list or object: the per-line path decides
@@ -334,14 +340,11 @@ class _Columns:
                     if not flag:
                         skipped += 1
                         continue
-                count = doc.get(count_name)
-                rid = doc.get(id_name) if id_name is not None else None
-                ids = doc.get(ids_name)
-                if type(ids) is array_type:
-                    arrays += 1
-                else:
+                if not is_array:
                     odd.append(row)
                     continue
+                count = doc.get(count_name)
+                rid = doc.get(id_name) if id_name is not None else None
                 if (type(count) is not int or not 0 <= count < EXACT
                         or id_name is not None and type(rid) is not str and type(rid) is not int):
                     odd.append(row)
