@@ -424,21 +424,37 @@ class _Columns:
             flat = np.frombuffer(b"".join(bufs), dtype=np.int64)
             ends = np.cumsum(lens)
 
+            # One pass over the ids: the candidates are the ids at or above the least token
+            # checked, and the negative ones (above every token as unsigned); the rest of
+            # the work is on those few. Where they are many (a token id as small as the
+            # common ones), each token gets its own pass.
+            tokens = (contract.require_once_ids + contract.forbid_ids) if how.structure_check else ()
+            floor = min(tokens, default=I64_MAX)
+            cand = np.flatnonzero(flat.view(np.uint64) >= floor)
+            if len(cand) * 8 > len(flat):
+                cand = None
+                vals = row_of = flat
+            else:
+                vals, row_of = flat[cand], np.searchsorted(ends, cand, side="right")
+
             def per_row(mask: Any) -> Any:
-                """How many elements of each row the mask over `flat` marks (few do)."""
+                """How many elements of each row the mask over the candidates marks."""
                 at = np.flatnonzero(mask)
+                if cand is not None:
+                    return np.bincount(row_of[at], minlength=len(lens))
                 return np.bincount(np.searchsorted(ends, at, side="right"), minlength=len(lens))
 
-            ok = per_row(flat < 0) == 0 if len(flat) and flat.min() < 0 else np.ones(len(lens), bool)
+            negative = vals < 0
+            ok = per_row(negative) == 0 if negative.any() else np.ones(len(lens), bool)
             readable = ok.copy()  # a negative id is a schema finding: the per-line path
             diff = np.abs(signed_difference(billed, lens))
             if how.count_check:  # model.rules' count rule, element-wise
                 ok &= diff <= count_tolerance(contract, billed.astype(np.float64), np.maximum)
             if how.structure_check:
                 for token in contract.require_once_ids:
-                    ok &= per_row(flat == token) == 1
+                    ok &= per_row(vals == token) == 1
                 for token in contract.forbid_ids:
-                    ok &= per_row(flat == token) == 0
+                    ok &= per_row(vals == token) == 0
                 if contract.require_last_ids:
                     last = flat[np.maximum(ends - 1, 0)] if len(flat) else np.zeros(len(lens), np.int64)
                     last = np.where(lens > 0, last, -1)  # -1: no tokens, never a token id
