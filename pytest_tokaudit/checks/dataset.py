@@ -132,7 +132,7 @@ class BudgetCheck:
             values.append([0, 0, 0])
         entry = values[-1]
         cols = columns_of(records)  # a columnar batch: one sum, no step per record
-        entry[0] += sum(r.count for r in records) if cols is None else sum(cols.count)
+        entry[0] += sum(r.count for r in records) if cols is None else sum(cols.billed)
         for u in unusable:
             if u.billed is not None:  # spend is spend, checkable or not
                 entry[1] += u.billed

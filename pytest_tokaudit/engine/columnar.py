@@ -557,8 +557,8 @@ class _Rows(Sequence[Any]):
             return [self[j] for j in range(*i.indices(len(self)))]
         cols, k = self.columns, self.keys[i]
         if k in self.bad:
-            return _Failed(cols.line[i], cols.id[i], cols.count[i], self.n_ids[k], *self.bad[k])
-        return _Row(cols.line[i], cols.id[i], cols.count[i], self.n_ids[k])
+            return _Failed(cols.line[i], cols.id[i], cols.billed[i], self.n_ids[k], *self.bad[k])
+        return _Row(cols.line[i], cols.id[i], cols.billed[i], self.n_ids[k])
 
     def __iter__(self) -> Iterator[Any]:
         return (self[i] for i in range(len(self.keys)))

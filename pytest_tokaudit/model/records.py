@@ -233,7 +233,7 @@ class Columns(NamedTuple):
 
     line: list[int]
     id: list[Any]
-    count: list[int]
+    billed: list[int]
 
 
 def columns_of(records: Any) -> Columns | None:
