@@ -8,7 +8,7 @@ and text-template paths. For refactors that must not change a verdict (issue #21
 
 The data are the kit's generated files at size `small` ($TOKAUDIT_BENCH_PARITY_SIZE), written
 into its cache on first use (benchmarks/generate.py), and the suite's bad-input corpus
-(tests/test_core.py BAD_LINES, tests/test_reliability_reader.py NEW_BAD_LINES) with records
+(tests/corpus.py: BAD_LINES, NEW_BAD_LINES) with records
 each built-in finding fails, repeated past a chunk: in process, under `-n 2`, and on Ray
 (`--tokaudit-engine=ray`, a local cluster; TOKAUDIT_PARITY_RAY=0 leaves it out).
 """
@@ -35,8 +35,7 @@ def corpus_bytes():
     """The bad-input corpus, and records each built-in finding fails, between clean ones."""
     sys.path.insert(0, str(HERE.parent / "tests"))
     from conftest import jsonl_bytes, rec
-    from test_core import BAD_LINES
-    from test_reliability_reader import NEW_BAD_LINES
+    from corpus import BAD_LINES, NEW_BAD_LINES
     findings = [rec("c1", 10, once=[3], last=7), rec("over", 10, billed=30, once=[3], last=7),
                 rec("twice", 10, once=[3, 3], last=7), rec("last", 10, once=[3], last=9),
                 rec("forbid", 10, once=[3, 0], last=7), rec("c2", 12, billed=11, once=[3], last=8),

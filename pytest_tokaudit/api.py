@@ -38,7 +38,6 @@ from .base.formats import data_suffixes
 from .base.urls import display_url, is_url, scrub
 from .checks import DATASET, RECORD, load
 from .checks.dataset import IdsChannel, evaluate
-from .checks.ids import IdIndex
 from .checks.join import request_files
 from .checks.standalone import standalone_hook
 from .engine.observers import NONE, Observers, Recorder
@@ -47,6 +46,7 @@ from .engine.plain import PlainPass, check_file
 from .engine.template import check_literals
 from .model import contract as _contract
 from .model.contract import KEYS, KEYS_BY_ATTR, PATH_ATTRS, TOKEN_ATTRS, ContractError, Key, _source_text, money
+from .model.idindex import IdIndex
 from .model.outcome import Outcome
 from .model.summary import FileSummary
 from .sources.base import WHOLE, Part
@@ -197,6 +197,9 @@ def contract_from_values(raw: Mapping[str, tuple[Any, str, Path]], *,
             value = key.parse(value_raw)
             if key.attr == "expected_ids" and value and "://" in value:
                 _check_url(value, check_remote)  # a manifest at a URL: read through fsspec
+            elif key.attr == "requests" and is_url(value):  # read by offset: local files only
+                raise ContractError(f"request files are read from local files only, not "
+                                    f"{display_url(value)}: copy them next to the ini file")
             elif key.attr == "tokenizer" and value and value.startswith("tiktoken:"):
                 name = value[len("tiktoken:"):].strip()  # an encoding, or a .tiktoken file
                 if "/" in name or name.endswith(".tiktoken"):

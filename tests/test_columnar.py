@@ -31,8 +31,8 @@ from pytest_tokaudit.engine.failure import failure_text  # noqa: E402
 from pytest_tokaudit.model.summary import FileSummary  # noqa: E402
 
 from conftest import assert_no_crash, compress, failure_sections, jsonl_bytes, rec  # noqa: E402
-from test_core import BAD_LINES  # noqa: E402
-from test_reader import builtin_hook, default_contract, jsonl_files  # noqa: E402
+from audits import builtin_hook, default_contract, jsonl_files  # noqa: E402
+from corpus import BAD_LINES  # noqa: E402
 
 SETTINGS = settings(
     max_examples=200,

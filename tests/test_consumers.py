@@ -26,9 +26,8 @@ import re
 
 import pytest
 
-from conftest import rec
+from conftest import Gate, Run, assert_clean, ds, ids_text, rec
 from pytest_tokaudit.sources.base import shard_count
-from test_gate import Gate, Run, assert_clean, ds, gate, ids_text  # noqa: F401 (gate: fixture)
 
 PATHS = ("data/a.jsonl", "data/x.jsonl", "data/big.jsonl", "tests")  # not data/sub: partial
 FAILED = {"data/x.jsonl::tokaudit", "data/big.jsonl::tokaudit[file]", ds("unique_ids")}

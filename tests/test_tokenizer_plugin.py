@@ -9,16 +9,10 @@ import shutil
 import pytest
 
 from conftest import TokProject, assert_no_crash, failure_section, summary_section
-from pytest_tokaudit.tokenizers.hf import load_tokenizer
 from tokdata import END_THINK, IM_END, THINK, byte_ids, qwen_dir, sample_records, split_token
 
 FAILED = pytest.ExitCode.TESTS_FAILED
 USAGE = pytest.ExitCode.USAGE_ERROR
-
-
-@pytest.fixture(scope="module")
-def tok():
-    return load_tokenizer(qwen_dir())
 
 
 def record(sid: int, ids: list[int]) -> dict:

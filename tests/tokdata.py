@@ -106,3 +106,57 @@ def split_token(tok: Any, token_id: int) -> tuple[int, int] | None:
         if left is not None and right is not None:
             return left, right
     return None
+
+
+# -- raw API responses (OpenRouter-style), billed as the Qwen3 tokenizer counts them --------------
+
+TEMPLATE = "{choices.0.message.reasoning?}</think>{choices.0.message.content}<|im_end|>"
+
+
+def n_tokens(tok, reasoning: str | None, content: str) -> int:
+    """What the API bills: the whole completion encoded, as the model emitted it."""
+    return len(tok.encode(f"{reasoning or ''}</think>{content}<|im_end|>", add_special_tokens=False))
+
+
+def response(tok, rid: str, reasoning: str | None, content, *, billed: int | None = None,
+             finish: str = "stop", **usage) -> dict:
+    message = {"role": "assistant", "content": content}
+    if reasoning is not None:
+        message["reasoning"] = reasoning
+    if billed is None:
+        billed = n_tokens(tok, reasoning, content)
+    return {"id": rid, "model": "qwen/qwen3-32b", "provider": "Example",
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+            "usage": {"prompt_tokens": 50, "completion_tokens": billed, **usage}}
+
+
+def clean_responses(tok, n: int) -> list[dict]:
+    texts = sample_texts()
+    return [response(tok, f"gen-{k + 1}", texts[k % len(texts)][:1500] if k % 4 else None,
+                     texts[(7 * k + 3) % len(texts)][:1200]) for k in range(n)]
+
+
+def raw_ini(project: Any, **more) -> None:
+    """pytest.ini of a project (a TokProject) auditing raw API responses rebuilt by TEMPLATE."""
+    keys = dict(tokaudit_tokenizer=str(qwen_dir()), tokaudit_text_template=TEMPLATE,
+                tokaudit_count_field="usage.completion_tokens", tokaudit_id_field="id",
+                tokaudit_count_abs=0, tokaudit_count_rel=0, tokaudit_count_mean_rel="",
+                tokaudit_require_once="</think>", tokaudit_require_last="<|im_end|>",
+                tokaudit_forbid="<think>", tokaudit_finish_reason="stop")
+    keys.update(more)
+    project.ini(**keys)
+
+
+def contract(**changes) -> Any:
+    """The contract an empty pytest.ini gives, with `changes` (as Contract.replace takes them)."""
+    from pytest_tokaudit.model.contract import KEYS, Contract
+
+    base = Contract(**{k.attr: k.parse(k.default) for k in KEYS})
+    return base.replace(**changes) if changes else base
+
+
+def raw_contract(**changes) -> Any:
+    """The contract of raw responses rebuilt by TEMPLATE with the Qwen3 tokenizer."""
+    keys = dict(tokenizer=str(qwen_dir()), text_template=TEMPLATE, id_field="id",
+                count_field="usage.completion_tokens")
+    return contract(**{**keys, **changes})

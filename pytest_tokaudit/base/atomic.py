@@ -61,22 +61,24 @@ def write(path: str | os.PathLike, data: dict[str, Any]) -> str | None:
     """
     try:
         payload = orjson.dumps(data, option=orjson.OPT_INDENT_2)
-        _write(Path(path), payload)
-    except OSError as exc:
-        return f"cannot write the JSON report {path}: {exc.strerror or exc}"
     except orjson.JSONEncodeError as exc:
         return f"cannot write the JSON report {path}: {exc}"
+    return put(path, payload, "the JSON report")
+
+
+def put(path: str | os.PathLike, payload: bytes, what: str) -> str | None:
+    """Write `payload` to `path` through `replacing`; None, or why not (never raises for that)."""
+    try:
+        with replacing(Path(path)) as fh:
+            fh.write(payload)
+    except OSError as exc:
+        return f"cannot write {what} {path}: {exc.strerror or exc}"
     return None
 
 
 def _target(path: Path) -> Path:
     """The file a write to `path` lands in: a symlink's final target, else `path`."""
     return Path(os.path.realpath(path)) if path.is_symlink() else path
-
-
-def _write(path: Path, payload: bytes) -> None:
-    with replacing(path) as fh:
-        fh.write(payload)
 
 
 @contextlib.contextmanager

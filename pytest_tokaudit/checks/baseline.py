@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..base.findings import Finding
 from ..base.hooks import hookimpl
 from ..base.urls import scrub
-from ..model.contract import ContractError
+from ..model.values import ContractError
 from ..model.report import ReportError, regressions
 from ..model.summary import FileSummary
 from ..sources.reports import load

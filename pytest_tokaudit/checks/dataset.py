@@ -14,11 +14,11 @@ from ..base.findings import implemented_by, shown
 from ..base.hooks import hookimpl
 from ..base.text import plural, printable
 from ..model.contract import Contract, money
+from ..model.idindex import IdIndex, ranges, read_manifest
 from ..model.outcome import Outcome
 from ..model.records import columns_of
 from ..model.summary import BUDGET, IDS, FileSummary, writable
 from ..sources.remote import manifest_path
-from .ids import IdIndex, ranges, read_manifest
 
 MISSING_SHOWN = 10  # ranges of missing ids shown
 

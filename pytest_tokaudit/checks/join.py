@@ -1,7 +1,8 @@
 """tokaudit_requests: requests joined to their responses (OpenAI's Batch API and the like).
 
-The request files (`tokaudit_requests = GLOB`, JSONL lines with `custom_id` and `body`) are
-indexed once per process: per request a 64-bit hash of its join id (`tokaudit_join_field`),
+The request files (`tokaudit_requests = GLOB`, JSONL lines with `custom_id` and `body`,
+plain or .gz / .zst: a compressed one is inflated once per process into a temporary plain
+copy, read by offset) are indexed once per process: per request a 64-bit hash of its join id (`tokaudit_join_field`),
 its place (file and line) and its byte offset, 24 bytes in three numpy arrays sorted by
 hash; nothing else of a request is held. The prompt audit (checks/prompt.py) reads a
 response's request by that offset.
@@ -16,12 +17,17 @@ not audited); a response with no request, or a request answered twice, fails all
 
 from __future__ import annotations
 
+import atexit
 import base64
 import functools
 import glob
 import hashlib
 import os
+import shutil
+import tempfile
+import zlib
 from array import array
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -30,7 +36,10 @@ from ..base.formats import location
 from ..base.hooks import hookimpl
 from ..base.text import plural
 from ..model.outcome import Outcome
+from ..model.records import error_of
 from ..model.summary import writable
+from ..sources.base import ReadError, is_compressed
+from ..sources.codecs import inflate
 
 CHANNEL = "join"  # per part: [shard, hashes (b64 u64), lines (b64 u64), orphans, errors]
 NAME = "requests"  # the dataset check
@@ -67,8 +76,10 @@ class RequestIndex:
     """Every request's join id hash, place and byte offset, sorted by hash (24 bytes each)."""
 
     def __init__(self, files: list[str], hashes: Any, places: Any, offsets: Any,
-                 bad: list[tuple[int, int, str]], n_bad: int, base: str = ""):
+                 bad: list[tuple[int, int, str]], n_bad: int, base: str = "",
+                 plain: list[str] | None = None):
         self.files = files
+        self.plain = plain or files  # what is read by offset: a compressed file's plain copy
         # As shown: relative to the ini file's folder when written so (the same text in every
         # process, a Ray worker's too, whatever its working directory), else as they are.
         self.shown = [os.path.relpath(f, base) if base else f for f in files]
@@ -103,7 +114,7 @@ class RequestIndex:
         k = p >> _LINE_BITS
         fh = self._handles.get(k)
         if fh is None:
-            fh = self._handles[k] = open(self.files[k], "rb")  # noqa: SIM115 - kept for the run
+            fh = self._handles[k] = open(self.plain[k], "rb")  # noqa: SIM115 - kept for the run
         fh.seek(int(self.offsets[pos]))
         return orjson.loads(fh.readline())
 
@@ -139,7 +150,8 @@ def _index(stats: tuple[tuple[str, int, int], ...], field: tuple[str, ...], base
     bad: list[tuple[int, int, str]] = []
     n_bad = 0
     files = [f for f, _, _ in stats]
-    for k, path in enumerate(files):
+    plain = [_plain_copy(f) for f in files]
+    for k, path in enumerate(plain):
         offset = 0
         with open(path, "rb") as fh:
             for line, raw in enumerate(fh, 1):
@@ -165,7 +177,29 @@ def _index(stats: tuple[tuple[str, int, int], ...], field: tuple[str, ...], base
     h = np.frombuffer(hashes, dtype=np.uint64)
     order = np.argsort(h, kind="stable")  # equal ids keep their file order
     return RequestIndex(files, h[order], np.frombuffer(places, dtype=np.uint64)[order],
-                        np.frombuffer(offsets, dtype=np.uint64)[order], bad, n_bad, base)
+                        np.frombuffer(offsets, dtype=np.uint64)[order], bad, n_bad, base, plain)
+
+
+_COPIES: list[str] = []  # this process's folder of plain copies, made once
+
+
+def _plain_copy(path: str) -> str:
+    """A request file as plain lines that can be read by offset: a .gz or .zst file is
+    inflated once per process (the package's codecs, in bounded chunks) into a temporary
+    copy, removed when the process ends; a plain file is itself."""
+    if not is_compressed(Path(path)):
+        return path
+    if not _COPIES:
+        _COPIES.append(tempfile.mkdtemp(prefix="tokaudit-requests-"))
+        atexit.register(shutil.rmtree, _COPIES[0], True)
+    fd, copy = tempfile.mkstemp(suffix=".jsonl", dir=_COPIES[0])
+    try:
+        with open(path, "rb") as fh, os.fdopen(fd, "wb") as out:
+            for chunk in inflate(fh, path, 1 << 20):
+                out.write(chunk)
+    except (ReadError, EOFError, OSError, ValueError, zlib.error) as exc:
+        raise JoinError(f"cannot read {path}: {exc}") from None
+    return copy
 
 
 def _pack(values: list[int]) -> str:
@@ -175,20 +209,6 @@ def _pack(values: list[int]) -> str:
 def _unpack(text: str) -> Any:
     np = _numpy()
     return np.frombuffer(base64.b64decode(text), dtype=np.uint64)
-
-
-def error_of(data: Any) -> str | None:
-    """Why a response line is an error line (`error` set, a non-200 status), or None."""
-    if not isinstance(data, dict):
-        return None
-    error = data.get("error")
-    if error is not None:
-        message = error.get("message") if isinstance(error, dict) else error
-        return f"error: {message}"
-    status = get_path(data, ("response", "status_code"))
-    if status is not MISSING and status is not None and status != 200:
-        return f"status {status}"
-    return None
 
 
 def record_data(record: Any) -> Any:

@@ -127,7 +127,8 @@ class EmptyCheck:
 
     @hookimpl
     def pytest_tokaudit_check_file(self, summary: SummaryView, contract: Contract) -> Finding | None:
-        if summary.audited or summary.unreadable or contract.allow_empty or summary.read_error:
+        if summary.audited or summary.unreadable or summary.errors or contract.allow_empty \
+                or summary.read_error:
             return None
         if summary.records == 0:
             return Finding("empty", "no records: the file is empty")

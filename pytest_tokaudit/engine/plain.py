@@ -8,7 +8,7 @@ from typing import Any, Sequence
 from ..base.findings import Finding, HookError, as_findings, named
 from ..base.text import size_text
 from ..model.contract import Contract
-from ..model.records import SKIPPED, AuditedRecord, Record, Rejected, Unusable, _Skipped
+from ..model.records import SKIPPED, AuditedRecord, ErrorLine, Record, Rejected, Unusable, _Skipped
 from ..model.summary import FileSummary, SummaryView
 from ..sources.base import LfsPointer, ReadError
 from ..sources.frames import boundaries
@@ -65,14 +65,17 @@ class PlainPass:
         if len(self.batch) + len(self.unusable) >= BATCH_RECORDS or self.batch_ids >= BATCH_IDS:
             self.flush()
 
-    def take_parsed(self, line: int, parsed: Record | Rejected | _Skipped) -> None:
+    def take_parsed(self, line: int, parsed: Record | Rejected | _Skipped | ErrorLine) -> None:
         """One record as parse_line (or, for the public API's dicts, parse_object) made it."""
         summary = self.summary
         summary.records += 1
         if parsed is SKIPPED:
             summary.skipped += 1
             return
-        if type(parsed) is Rejected:
+        if type(parsed) is ErrorLine:  # no bad record: counted apart, listed by the join
+            summary.errors += 1
+            self.unusable.append(Unusable(line, parsed.record_id, None, parsed.data))
+        elif type(parsed) is Rejected:
             self.pending += parsed.findings
             if parsed.data is not None:  # an object: which required fields it lacks
                 summary.audited += 1
@@ -85,6 +88,7 @@ class PlainPass:
             self.unusable.append(Unusable(line, parsed.record_id, parsed.count, parsed.data))
         else:
             assert type(parsed) is not _Skipped  # for mypy: SKIPPED is its one value
+            assert type(parsed) is not ErrorLine
             summary.audited += 1
             self.batch.append(parsed)
             self.batch_ids += parsed.n_ids

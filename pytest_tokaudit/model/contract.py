@@ -1,382 +1,36 @@
 """The contract: every tolerance and field name, resolved once from ini / -o / CLI.
 
 One list of keys (KEYS) says for each setting its ini type, its parser, its default and its
-help. Every way of making a contract goes through the same parsers: the ini file and -o
-(contract_from_config), a report's JSON (Contract.from_json), a conftest hook
-(Contract.replace), even dataclasses.replace (Contract.__post_init__). A bad value is a
-ContractError whose message names the key; contract_from_config makes it a UsageError.
+help (the parsers are in model/values.py). Every way of making a contract goes through the
+same parsers: the ini file and -o (contract_from_config), a report's JSON
+(Contract.from_json), a conftest hook (Contract.replace), even dataclasses.replace
+(Contract.__post_init__). A bad value is a ContractError whose message names the key;
+contract_from_config makes it a UsageError.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-import math
 import re
 import shlex
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
-from ..base.fields import (
-    CountSum,
-    FieldError,
-    Template,
-    parse_count_formula,
-    parse_template,
-)
+from ..base.fields import CountSum, Template
 from ..base.formats import default_glob
 from ..base.urls import display_url, is_url
 from ..tokenizers.hf import load_tokenizer, resolve_tokens
 from .rules import mean_within
+from .values import (MAX_SHOWN, Allowance, ContractError, fmt_rel, is_token_id, parse_allowance,
+    parse_bool, parse_cache_inputs, parse_count, parse_count_field, parse_engine, parse_field,
+    parse_fields, parse_mean_abs, parse_optional_count, parse_optional_limit,
+    parse_optional_price, parse_optional_price_total, parse_optional_rel, parse_optional_template,
+    parse_path, parse_patterns, parse_rel, parse_required_field, parse_shard_size, parse_tokens,
+    parse_words)
 
 if TYPE_CHECKING:
     import pytest
-
-# Bounds: counts travel as JSON through orjson (64-bit integers at most), and a bad-record
-# list longer than MAX_SHOWN helps nobody.
-MAX_COUNT = 2**63 - 1
-
-
-MAX_SHOWN = 10**6
-
-
-MAX_SHARE = 100.0  # 10000%: a larger share is a typo, not a tolerance
-
-
-MAX_PRICE = 10**6  # per million tokens
-
-
-MAX_TOKEN_ID = 2**32 - 1  # tokenizers hold ids as u32
-
-
-class ContractError(ValueError):
-    """A configuration value that cannot be used; the message names the key."""
-
-
-def is_token_id(spec: str) -> bool:
-    """'151668' is an id; '²' and '٣' are not (str.isdigit alone accepts both)."""
-    return spec.isascii() and spec.isdigit()
-
-
-@dataclass(frozen=True, slots=True)
-class Allowance:
-    """How many records may break a per-record tolerance: a count or a share."""
-
-    value: float
-    relative: bool
-
-    def of(self, audited: int) -> int:
-        if self.relative:
-            # A share of the audited records, rounded down: 0.5% of 100 allows 0.
-            return math.floor(self.value * audited + 1e-9)
-        return int(self.value)
-
-    def __str__(self) -> str:
-        return _fmt_rel(self.value) if self.relative else str(int(self.value))
-
-
-def _fmt_rel(value: float) -> str:
-    return f"{value * 100:g}%"
-
-
-_WHOLE = re.compile(r"-?[0-9]+")  # the sign only to say "non-negative"
-
-
-_DECIMAL = re.compile(r"-?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)")
-
-
-def _unset(value: Any) -> bool:
-    return value is None or (isinstance(value, str) and not value.strip())
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def _shown(value: Any) -> str:
-    return repr(value.strip()) if isinstance(value, str) else repr(value)
-
-
-# A shard is an item: below this it costs more (collection, a report, an open and a seek in
-# every process) than it spreads. TOKAUDIT_MIN_SHARD_SIZE (bytes) lowers it, for tests that
-# shard files of a few KB.
-MIN_SHARD_SIZE = 1 << 20
-
-
-def parse_shard_size(value: Any) -> int:
-    """tokaudit_shard_size: 0 (never shard), or MIN_SHARD_SIZE bytes or more."""
-    import os
-
-    n = parse_count(value)
-    least = parse_count(os.environ.get("TOKAUDIT_MIN_SHARD_SIZE") or MIN_SHARD_SIZE)
-    if 0 < n < least:
-        raise ContractError(f"{n:,} is below the minimum of {_size(least)}: each shard is an item, "
-                            "and a smaller one costs more than it spreads (0 never shards)")
-    return n
-
-
-def _size(n: int) -> str:
-    return f"{n >> 20:,} MiB" if n % (1 << 20) == 0 else f"{n:,} bytes"
-
-
-def parse_count(value: Any, *, lo: int = 0, hi: int = MAX_COUNT) -> int:
-    """A whole number from `lo` to `hi`: 12 or '12'."""
-    text = value.strip() if isinstance(value, str) else None
-    if _is_int(value):
-        n = value
-    elif text is not None and _WHOLE.fullmatch(text):
-        n = int(text)
-    else:
-        raise ContractError(f"expected a whole number, got {_shown(value)}")
-    if n < 0:
-        raise ContractError(f"expected a non-negative whole number, got {_shown(value)}")
-    if n > hi:
-        raise ContractError(f"{n} is out of range: at most {hi:,}")
-    if n < lo:
-        raise ContractError(f"{n} is out of range: at least {lo:,}")
-    return n
-
-
-def parse_optional_count(value: Any) -> int | None:
-    return None if _unset(value) else parse_count(value)
-
-
-def parse_rel(value: Any, *, hi: float = MAX_SHARE) -> float:
-    """A share: '2%', '0.02', 0.02 -> 0.02."""
-    if _is_number(value):
-        share = float(value)
-    elif isinstance(value, str):
-        text = value.strip()
-        pct = text.endswith("%")
-        number = text[:-1].rstrip() if pct else text
-        if not _DECIMAL.fullmatch(number):
-            raise ContractError(f"expected a number like 0.02 or 2%, got {text!r}")
-        share = float(number) / 100 if pct else float(number)
-    else:
-        raise ContractError(f"expected a number like 0.02 or 2%, got {value!r}")
-    if not math.isfinite(share) or share < 0:
-        raise ContractError(f"expected a non-negative number, got {_shown(value)}")
-    if share > hi:
-        raise ContractError(f"{_shown(value)} is out of range: at most {_fmt_rel(hi)}")
-    return share
-
-
-def parse_optional_rel(value: Any) -> float | None:
-    return None if _unset(value) else parse_rel(value)
-
-
-def parse_allowance(value: Any) -> Allowance:
-    """A count of records (3, '3') or a share of them ('0.5%'); an Allowance as it is."""
-    if isinstance(value, Allowance):
-        if value.relative:
-            return Allowance(parse_rel(value.value, hi=1.0), relative=True)
-        if isinstance(value.value, float) and value.value.is_integer():
-            return Allowance(parse_count(int(value.value)), relative=False)
-        return Allowance(parse_count(value.value), relative=False)
-    if isinstance(value, str) and value.strip().endswith("%"):
-        return Allowance(parse_rel(value, hi=1.0), relative=True)
-    if _is_int(value) or (isinstance(value, str) and _WHOLE.fullmatch(value.strip())):
-        return Allowance(parse_count(value), relative=False)
-    raise ContractError(f"expected a count like 3 or a share like 0.5%, got {_shown(value)}")
-
-
-_TRUE = {"1", "true", "yes", "on", "y", "t"}
-
-
-_FALSE = {"0", "false", "no", "off", "n", "f"}
-
-
-def parse_bool(value: Any) -> bool:
-    """true/false, yes/no, on/off, 1/0 (the words pytest's own "bool" type takes)."""
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str):
-        low = value.strip().lower()
-        if low in _TRUE:
-            return True
-        if low in _FALSE:
-            return False
-    raise ContractError(f"expected true or false, got {_shown(value)}")
-
-
-def parse_engine(value: Any) -> str:
-    """Where the audit items run: a name of run/engines' registry (checked there)."""
-    text = str(value).strip().lower()
-    if not text.isidentifier():
-        raise ContractError(f"expected an engine's name (local, ray), got {value!r}")
-    return text
-
-
-def parse_words(value: Any) -> tuple[str, ...]:
-    """Words separated as in a shell ('a "b c"'), or a list of them (TOML, an "args" key)."""
-    if value is None:
-        return ()
-    if isinstance(value, str):
-        try:
-            return tuple(shlex.split(value))
-        except ValueError as exc:
-            raise ContractError(f"cannot split {value!r}: {exc}") from None
-    if not isinstance(value, (list, tuple)):
-        raise ContractError(f"expected words or a list of them, got {value!r}")
-    words = []
-    for item in value:
-        if _is_int(item) and item >= 0:
-            item = str(item)  # a token id written as a TOML integer
-        if not isinstance(item, str) or not item:
-            raise ContractError(f"expected a list of non-empty strings, got {item!r} in {value!r}")
-        words.append(item)
-    return tuple(words)
-
-
-def parse_patterns(value: Any) -> tuple[str, ...]:
-    patterns = parse_words(value)
-    if not patterns:
-        raise ContractError("expected at least one file name pattern, like *.jsonl")
-    return patterns
-
-
-def parse_tokens(value: Any) -> tuple[str, ...]:
-    """Token ids and names; an id must fit a vocabulary (names are checked when resolved)."""
-    specs = parse_words(value)
-    for spec in specs:
-        if is_token_id(spec) and int(spec) > MAX_TOKEN_ID:
-            raise ContractError(f"token id {spec} is out of range: at most {MAX_TOKEN_ID:,}")
-    return specs
-
-
-def parse_field(value: Any) -> tuple[str, ...]:
-    """A field name; dots reach into nested objects ('usage.completion_tokens')."""
-    if isinstance(value, (tuple, list)):
-        parts = tuple(value)
-        text = ".".join(map(str, parts))
-    elif isinstance(value, str):
-        text = value.strip()
-        parts = tuple(text.split(".")) if text else ()
-    else:
-        raise ContractError(f"expected a field name like usage.completion_tokens, got {value!r}")
-    if any(not isinstance(p, str) or not p.strip() for p in parts):
-        raise ContractError(f"expected a field name like usage.completion_tokens, got {text!r}")
-    return parts
-
-
-def parse_required_field(value: Any) -> tuple[str, ...]:
-    parts = parse_field(value)
-    if not parts:
-        raise ContractError("must not be empty: name the field, like completion_tokens")
-    return parts
-
-
-def parse_count_field(value: Any) -> tuple[str, ...] | CountSum:
-    """A field, or fields and whole numbers added or subtracted:
-    'usage.completion_tokens + usage.x.reasoning_tokens?', 'a - b.c', 'completion_tokens - 1'.
-    Anything the grammar cannot read is an error, never a field named after the text."""
-    if isinstance(value, CountSum):
-        return value
-    if isinstance(value, str) and value.strip():
-        try:
-            return parse_count_formula(value)
-        except FieldError as exc:
-            raise ContractError(str(exc)) from None
-    return parse_required_field(value)
-
-
-def parse_optional_template(value: Any) -> Template | None:
-    """'{choices.0.message.reasoning?}</think>{choices.0.message.content}<|im_end|>'."""
-    if value is None or isinstance(value, Template):
-        return value
-    if not isinstance(value, str):
-        raise ContractError(f"expected a text template like {{choices.0.message.content}}<|im_end|>, "
-                            f"got {value!r}")
-    if not value.strip():
-        return None
-    try:
-        return parse_template(value.strip())
-    except FieldError as exc:
-        raise ContractError(str(exc)) from None
-
-
-def parse_mean_abs(value: Any) -> float:
-    """A number of tokens, whole or not (5, '2.5'); empty: 0."""
-    if _unset(value):
-        return 0.0
-    return _non_negative(value, "a number of tokens like 5 or 2.5", "number of tokens", MAX_COUNT)
-
-
-def parse_optional_limit(value: Any) -> Allowance | None:
-    """How far off a record may be and still be forgiven: tokens (200) or a share of its
-    billed count (50%); unset: no limit."""
-    if _unset(value):
-        return None
-    if isinstance(value, Allowance):
-        return value
-    if isinstance(value, str) and value.strip().endswith("%"):
-        return Allowance(parse_rel(value), relative=True)
-    if _is_int(value) or (isinstance(value, str) and _WHOLE.fullmatch(value.strip())):
-        return Allowance(parse_count(value), relative=False)
-    raise ContractError(f"expected a count of tokens like 200 or a share like 50%, got {_shown(value)}")
-
-
-def parse_fields(value: Any) -> tuple[str, ...]:
-    """Field names separated by spaces ('provider model'), each checked like a field."""
-    words = parse_words(value)
-    for word in words:
-        parse_required_field(word)
-    return words
-
-
-_VARIABLE = re.compile(r"\$[A-Za-z_][A-Za-z0-9_]*")
-
-
-def parse_cache_inputs(value: Any) -> tuple[str, ...]:
-    """File patterns (globs, relative to the ini file) and $VARIABLE names a check reads at
-    run time: they join the cache key."""
-    words = parse_words(value)
-    for word in words:
-        if word.startswith("$") and not _VARIABLE.fullmatch(word):
-            raise ContractError(f"{word!r} is not an environment variable's name like $LIMITS_FILE")
-        if word.startswith("$"):
-            continue
-        if word.strip() != word or not word or "\0" in word:
-            raise ContractError(f"{word!r} is not a file pattern like limits/*.json")
-    return words
-
-
-def parse_path(value: Any) -> str:
-    if not isinstance(value, str):
-        raise ContractError(f"expected a path, got {value!r}")
-    return value.strip()
-
-
-def parse_optional_price(value: Any) -> float | None:
-    if _unset(value):
-        return None
-    return _non_negative(value, "a price like 0.60", "price", MAX_PRICE)
-
-
-def parse_optional_price_total(value: Any) -> float | None:
-    """An amount of money (a budget), unset when empty."""
-    if _unset(value):
-        return None
-    return _non_negative(value, "an amount like 1500 or 12.50", "amount", float(MAX_COUNT))
-
-
-def _non_negative(value: Any, example: str, what: str, limit: float) -> float:
-    """A finite decimal from 0 to `limit` (a number, or its text as written in the ini)."""
-    if _is_number(value):
-        n = float(value)
-    elif isinstance(value, str) and _DECIMAL.fullmatch(value.strip()):
-        n = float(value.strip())
-    else:
-        raise ContractError(f"expected {example}, got {_shown(value)}")
-    if not math.isfinite(n) or n < 0:
-        raise ContractError(f"expected a non-negative {what}, got {_shown(value)}")
-    if n > limit:
-        raise ContractError(f"{_shown(value)} is out of range: at most {limit:,}")
-    return n
 
 
 @dataclass(frozen=True)
@@ -599,7 +253,7 @@ KEYS: tuple[Key, ...] = (
         doc="the absolute part of that tolerance, as `tokaudit_count_mean_abs`"),
     Key("tokaudit_requests", "requests", parse_path, "",
         "dataset: request files (a glob, relative to the ini file) joined to the responses",
-        doc="dataset: the request files (a glob relative to the ini file, e.g. `batches/*_input.jsonl`: OpenAI Batch input lines with `custom_id` and `body`), joined to the audited responses by `tokaudit_join_field`: every request answered exactly once (`pytest.ini::tokaudit::requests`), and the prompt audit reads each response's request"),
+        doc="dataset: the request files (a glob relative to the ini file, e.g. `batches/*_input.jsonl`: OpenAI Batch input lines with `custom_id` and `body`; plain, `.gz` or `.zst`, local files only: a URL is a usage error), joined to the audited responses by `tokaudit_join_field`: every request answered exactly once (`pytest.ini::tokaudit::requests`), and the prompt audit reads each response's request"),
     Key("tokaudit_join_field", "join_field", parse_required_field, "custom_id",
         "field joining a response to its request (in both records)",
         doc="the field naming a request in both the request and the response records"),
@@ -945,7 +599,7 @@ def _text(attr: str, value: Any) -> str:
         return " ".join(w if _PLAIN_WORD.fullmatch(w) else shlex.quote(w) for w in value)
     if isinstance(value, float) and not attr.startswith("price") and attr not in (
             "count_mean_abs", "prompt_count_mean_abs", "budget_money"):
-        return _fmt_rel(value)
+        return fmt_rel(value)
     if isinstance(value, float):
         return f"{value:g}"
     return "" if value is None else str(value)

@@ -226,6 +226,34 @@ class Rejected:
     data: Any = field(default=None, compare=False)
 
 
+@final
+@dataclass(frozen=True, slots=True)
+class ErrorLine:
+    """parse_line's answer for an API's error line (with tokaudit_requests: `error` set, or
+    a `response.status_code` other than 200): no bad record, the request's failed answer.
+    It is counted apart (FileSummary.errors) and handed to batch hooks as Unusable, so that
+    the join (checks/join.py) lists it."""
+
+    why: str
+    record_id: Any = None
+    data: Any = field(default=None, compare=False)
+
+
+def error_of(data: Any) -> str | None:
+    """Why a response line is an error line (`error` set, a non-200 status), or None."""
+    if not isinstance(data, dict):
+        return None
+    error = data.get("error")
+    if error is not None:
+        message = error.get("message") if isinstance(error, dict) else error
+        return f"error: {message}"
+    response = data.get("response")
+    status = response.get("status_code") if isinstance(response, dict) else None
+    if status is not None and status != 200:
+        return f"status {status}"
+    return None
+
+
 class Columns(NamedTuple):
     """A batch's light records as columns, one list per field (line, id, billed count),
     beside the records themselves: a built-in batch hook that reads only these sums or

@@ -16,9 +16,10 @@ import orjson
 
 from .. import __version__
 from ..base.formats import location
-from .contract import MAX_SHOWN, Contract, ContractError
+from .contract import Contract
 from .rules import signed_difference
 from .summary import BUDGET, IDS, FileSummary
+from .values import MAX_SHOWN, ContractError
 
 # 2: record ids moved into channels.ids; 3: runs of ids and lines packed (pack_runs).
 # Older formats are still read.
@@ -171,6 +172,7 @@ def build(
             "records": sum(s.records for s in files),
             "audited": sum(s.audited for s in files),
             "unreadable": sum(s.unreadable for s in files),
+            "errors": sum(s.errors for s in files),
             "billed": sum(s.billed for s in files),
             "counted": sum(s.counted for s in files),
             "findings": sum(s.findings for s in files),
@@ -204,8 +206,8 @@ class Report:
 
 
 _COUNTS = (
-    "lines", "blank", "records", "audited", "skipped", "unreadable", "checked", "billed", "counted",
-    "absdiff", "max_absdiff", "findings", "allowable", "bad_records", "outlier_records",
+    "lines", "blank", "records", "audited", "skipped", "unreadable", "errors", "checked", "billed",
+    "counted", "absdiff", "max_absdiff", "findings", "allowable", "bad_records", "outlier_records",
     "rt_checked", "rt_changed", "collected", "records_with_findings",
 )
 

@@ -45,7 +45,7 @@ SEEN_PATHS = 200  # field paths kept from records that lack a required field
 PROPERTY = "tokaudit"  # the user_properties name a summary travels under
 
 
-# The channel of record ids (dataset.IdsChannel fills it; ids.IdIndex reads it): entries
+# The channel of record ids (dataset.IdsChannel fills it; idindex.IdIndex reads it): entries
 # [shard, ids, lines], lines relative to the shard until rebase() makes them the file's.
 # The controller folds them into its id index and drops them, or, for --tokaudit-json,
 # keeps them packed as runs (jsonreport.pack_runs).
@@ -89,8 +89,9 @@ class FileSummary:
     audited: int = 0  # records the `where` filter let through (valid or not)
     skipped: int = 0
     # Non-blank lines (rows) that could not be read as a record at all: not JSON, not an
-    # object, over tokaudit_max_line_bytes. records = audited + skipped + unreadable.
+    # object, over tokaudit_max_line_bytes. records = audited + skipped + unreadable + errors.
     unreadable: int = 0
+    errors: int = 0  # an API's error lines (with tokaudit_requests): answers, not bad records
     checked: int = 0  # audited records well-formed enough to check
     billed: int = 0
     # Records that could not be checked (ids unusable, say) but whose billed count is valid:
@@ -327,8 +328,8 @@ class FileSummary:
     def merge(self, other: FileSummary) -> None:
         """Fold a later shard of the same file into this one (lines already absolute)."""
         for name in (
-            "lines", "blank", "records", "audited", "skipped", "unreadable", "checked", "billed",
-            "counted", "absdiff", "findings", "allowable", "bad_records", "outlier_records",
+            "lines", "blank", "records", "audited", "skipped", "unreadable", "errors", "checked",
+            "billed", "counted", "absdiff", "findings", "allowable", "bad_records", "outlier_records",
             "rt_checked", "rt_changed", "billed_unusable", "unusable_billed", "unchecked",
         ):
             setattr(self, name, getattr(self, name) + getattr(other, name))
@@ -464,6 +465,8 @@ class SummaryView:
         def skipped(self) -> int: ...
         @property
         def unreadable(self) -> int: ...
+        @property
+        def errors(self) -> int: ...
         @property
         def checked(self) -> int: ...
         @property

@@ -2,7 +2,8 @@
 
 An output reads the run result (model.result.RESULT) or, for what it shows while items run
 (progress, the failures file), hands its observer to each audit item; none reads the
-controller. A new output is one module plus one name in OUTPUTS.
+controller. A new output is one module plus one name in OUTPUTS; one that writes a file at
+the end of the session is a session.SessionFile.
 """
 
 from __future__ import annotations

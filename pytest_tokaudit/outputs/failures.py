@@ -35,8 +35,9 @@ from ..base.formats import location
 from ..engine.observers import entries
 from ..model.result import RunResult
 from ..model.summary import _BIG_INT, PROPERTY
-from ..run.keys import RESULT, SINK
+from ..run.keys import SINK
 from ..sources.base import Part
+from .session import SessionFile
 
 PREFIX = pytest.StashKey[str]()
 
@@ -133,55 +134,46 @@ class Writer:
         self.sink.close()
 
 
-class Merge:
+class Merge(SessionFile):
     """On the controller: hands workers the part prefix, merges the parts at the end."""
 
+    what = "failures file"
+
     def __init__(self, config: pytest.Config, target: Path, prefix: str, own_dir: Path | None = None):
-        self.config = config
-        self.target = target
+        super().__init__(config, target)
         self.prefix = prefix
         self.own_dir = own_dir  # the parts' private folder (a FIFO or device target), removed
-        self.error: str | None = None
-        self.written = 0
+        self.count = 0  # findings written
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
         node.workerinput[WORKERINPUT] = self.prefix
 
-    @pytest.hookimpl(trylast=True)
-    def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        if self.config.option.collectonly:
-            return
+    def write(self, result: RunResult, exitstatus: int) -> str | None:
         writer = self.config.pluginmanager.get_plugin("tokaudit.failures")
         if writer is not None:
             writer.sink.close()  # -n 0: this process's own part
         parts = sorted(Path(self.prefix).parent.glob(Path(self.prefix).name + ".*.part"))
+        error = None
         try:
-            self.written, missing = merge(parts, self.target, self.config.stash[RESULT])
+            self.count, missing = merge(parts, self.path, result)
             if missing:
-                self.error = (f"INCOMPLETE: {self.target} lacks {missing:,} of the findings "
-                              "the audit counted (a part file next to it could not be written)")
+                self.state = "INCOMPLETE"
+                error = (f"{self.path} lacks {missing:,} of the findings the audit counted "
+                         "(a part file next to it could not be written)")
         except OSError as exc:
-            self.error = f"NOT written: cannot write {self.target}: {exc.strerror or exc}"
-        if self.error and session.exitstatus == 0:  # a job would read "no bad record"
-            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+            error = f"cannot write {self.path}: {exc.strerror or exc}"
         for part in parts:
             with contextlib.suppress(OSError):
                 part.unlink()
         if self.own_dir is not None:
             with contextlib.suppress(OSError):
                 self.own_dir.rmdir()
+        return error
 
-    @pytest.hookimpl(trylast=True)  # after the controller's tokaudit summary
-    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if self.config.option.collectonly:
-            return
-        if self.error:
-            terminalreporter.write_line(f"tokaudit failures file {self.error}", red=True)
-        else:
-            terminalreporter.write_line(
-                f"tokaudit failures file: {self.config.getoption('tokaudit_failures')} "
-                f"({self.written:,} finding{'s' if self.written != 1 else ''} at records)")
+    def shown(self) -> str:
+        return (f"{self.config.getoption('tokaudit_failures')} "
+                f"({self.count:,} finding{'s' if self.count != 1 else ''} at records)")
 
 
 def blocks(part: Path) -> list[dict[str, Any]]:

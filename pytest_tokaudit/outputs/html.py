@@ -16,6 +16,7 @@ import hashlib
 import heapq
 import json
 import zlib
+from importlib.resources import files
 from pathlib import Path
 from typing import Any, Iterable, Sequence, cast
 
@@ -23,7 +24,7 @@ import pytest
 
 from .. import __version__
 from ..base import svg
-from ..base.atomic import check_writable, replacing
+from ..base.atomic import check_writable, put
 from ..base.formats import location
 from ..base.text import record_label
 from ..model.spend import CHANNEL as SPEND
@@ -54,6 +55,7 @@ from ..model.rules import (
 )
 from ..model.summary import GROUPS, PROPERTY, FileSummary, label, totals
 from ..run.keys import RESULT
+from .session import SessionFile
 
 POINTS = 1500  # scatter points on the page (the dataset's sample), plus OUTLIERS
 OUTLIERS = 200  # records of largest |diff| (the worst table, the scatter's outliers)
@@ -544,159 +546,12 @@ def _baseline_chart(files: Sequence[FileSummary], baseline: dict[str, FileSummar
                      line=contract.count_mean_rel, line_label="tokaudit_count_mean_rel")
 
 
-CSS = """
-body{font-family:system-ui,sans-serif;margin:0;color:#222;background:#fafafa}
-header{padding:14px 20px;color:#fff}
-header.passed{background:#1a7f37}header.failed{background:#b42318}
-header.partial{background:#9a6700}header.error{background:#6e3aa7}
-header h1{margin:0;font-size:22px}header p{margin:4px 0 0}
-main{padding:8px 20px 40px}
-section{background:#fff;border:1px solid #ddd;border-radius:6px;margin:14px 0;padding:10px 14px}
-h2{font-size:17px;margin:4px 0 10px}
-.grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(400px,1fr));gap:12px}
-figure{margin:0;border:1px solid #eee;padding:6px;min-width:0}
-figure svg{width:100%;height:auto;display:block}
-figcaption{font-size:12px;color:#555;margin-bottom:4px;overflow-wrap:anywhere}
-table{border-collapse:collapse;font-size:12px;width:100%}
-th,td{border-bottom:1px solid #eee;padding:3px 6px;text-align:left;vertical-align:top}
-th{background:#f3f3f3;cursor:pointer;user-select:none}
-td.n{text-align:right;font-variant-numeric:tabular-nums}
-tr.bad td{background:#fdecea}tr.warn td{background:#fff6e0}
-.pass{color:#1a7f37}.fail{color:#b42318}.skip{color:#9a6700}
-.tools{margin:6px 0;font-size:12px}.tools input[type=search]{width:260px}
-.tools button{margin:0 2px}
-.stats{display:flex;gap:24px;flex-wrap:wrap;font-size:14px}.stats b{font-size:18px}
-pre{white-space:pre-wrap;margin:2px 0;font-size:11px}
-footer{font-size:11px;color:#777;padding:0 20px 20px}
-"""
+_ASSETS = files(__package__).joinpath("assets")  # package data: in the wheel and the sdist
 
 
-SCRIPT = r"""
-(function () {
-  "use strict";
-  var D = JSON.parse(document.getElementById("tokaudit-data").textContent);
-  function el(tag, text, cls) {
-    var e = document.createElement(tag);
-    if (text !== undefined && text !== null) e.textContent = String(text);
-    if (cls) e.className = cls;
-    return e;
-  }
-  function num(n) { return typeof n === "number" ? n.toLocaleString("en-US") : (n === null ? "" : String(n)); }
-  function pct(x) { return (x * 100).toFixed(3) + "%"; }
-  function table(box, columns, rows, opts) {
-    opts = opts || {};
-    var page = 0, size = opts.size || 50, key = null, desc = false, query = "", only = false;
-    var tools = el("div", null, "tools"), search = el("input");
-    search.type = "search"; search.placeholder = "filter (" + (opts.what || "any column") + ")";
-    tools.appendChild(search);
-    var check = null;
-    if (opts.only) {
-      check = el("input"); check.type = "checkbox";
-      var lab = el("label"); lab.appendChild(check); lab.appendChild(document.createTextNode(" " + opts.only[0]));
-      tools.appendChild(document.createTextNode(" ")); tools.appendChild(lab);
-    }
-    var prev = el("button", "<"), next = el("button", ">"), info = el("span");
-    tools.appendChild(prev); tools.appendChild(next); tools.appendChild(info);
-    var t = el("table"), head = el("tr"), body = el("tbody");
-    columns.forEach(function (c, i) {
-      var th = el("th", c.name);
-      th.title = "sort by " + c.name;
-      th.addEventListener("click", function () { desc = key === i ? !desc : !!c.num; key = i; page = 0; draw(); });
-      head.appendChild(th);
-    });
-    var thead = el("thead"); thead.appendChild(head); t.appendChild(thead); t.appendChild(body);
-    box.appendChild(tools); box.appendChild(t);
-    function shown() {
-      var out = rows.filter(function (r) {
-        if (only && !opts.only[1](r)) return false;
-        if (!query) return true;
-        return columns.some(function (c) { return String(c.get(r)).toLowerCase().indexOf(query) >= 0; });
-      });
-      if (key !== null) {
-        var c = columns[key];
-        out.sort(function (a, b) {
-          var x = c.get(a), y = c.get(b), r = x < y ? -1 : x > y ? 1 : 0;
-          return desc ? -r : r;
-        });
-      }
-      return out;
-    }
-    function draw() {
-      var all = shown(), pages = Math.max(1, Math.ceil(all.length / size));
-      page = Math.min(page, pages - 1);
-      body.textContent = "";
-      all.slice(page * size, page * size + size).forEach(function (r) {
-        var tr = el("tr", null, opts.cls ? opts.cls(r) : "");
-        columns.forEach(function (c) {
-          var v = c.get(r), td = el("td", c.fmt ? c.fmt(v, r) : v, c.num ? "n" : "");
-          tr.appendChild(td);
-        });
-        body.appendChild(tr);
-      });
-      info.textContent = " " + (all.length ? (page * size + 1) + "-" + Math.min(all.length, page * size + size) : 0) +
-        " of " + num(all.length) + " (page " + (page + 1) + " of " + pages + ")";
-      prev.disabled = page === 0; next.disabled = page >= pages - 1;
-    }
-    search.addEventListener("input", function () { query = search.value.toLowerCase(); page = 0; draw(); });
-    if (check) check.addEventListener("change", function () { only = check.checked; page = 0; draw(); });
-    prev.addEventListener("click", function () { page -= 1; draw(); });
-    next.addEventListener("click", function () { page += 1; draw(); });
-    draw();
-  }
-  function col(name, i, numeric, fmt) { return { name: name, get: function (r) { return r[i]; }, num: numeric, fmt: fmt }; }
-  var C = {}; D.columns.forEach(function (c, i) { C[c] = i; });
-  function ratio(r) { return r[C.billed] ? r[C.absdiff] / r[C.billed] : 0; }
-  var fileCols = [
-    col("file", C.path), col("records", C.records, true, num), col("audited", C.audited, true, num),
-    { name: "mean billed", num: true, get: function (r) { return r[C.checked] ? r[C.billed] / r[C.checked] : 0; }, fmt: function (v) { return v.toFixed(1); } },
-    { name: "mean |diff| %", num: true, get: function (r) { return r[C.mean_ratio]; }, fmt: pct },
-    col("max |diff|", C.max_absdiff, true, num), col("findings", C.findings, true, num),
-    { name: "verdict", get: function (r) { return r[C.failed] ? "failed" : (r[C.complete] ? "passed" : "not audited to the end"); } }
-  ];
-  if (D.files.some(function (r) { return r[C.unreadable]; }))
-    fileCols.splice(3, 0, col("unreadable", C.unreadable, true, num));
-  if (D.files.some(function (r) { return r[C.rt_checked]; }))
-    fileCols.push({ name: "mean round trip %", num: true, get: function (r) { return r[C.rt_mean]; }, fmt: pct });
-  if (D.files.some(function (r) { return r[C.cached]; }))
-    fileCols.push({ name: "cached", get: function (r) { return r[C.cached] ? "yes" : ""; } });
-  table(document.getElementById("files-table"), fileCols, D.files,
-        { what: "path", only: ["failing only", function (r) { return r[C.failed]; }],
-          cls: function (r) { return r[C.failed] ? "bad" : ""; } });
-  var folders = {};
-  D.files.forEach(function (r) {
-    var p = r[C.path], k = p.lastIndexOf("/"), f = k >= 0 ? p.slice(0, k) : ".";
-    var a = folders[f] || (folders[f] = [f, 0, 0, 0, 0, 0, 0]);
-    a[1] += 1; a[2] += r[C.failed] ? 1 : 0; a[3] += r[C.audited]; a[4] += r[C.billed]; a[5] += r[C.absdiff]; a[6] += r[C.findings];
-  });
-  table(document.getElementById("folders-table"), [
-    col("folder", 0), col("files", 1, true, num), col("failing", 2, true, num), col("audited", 3, true, num),
-    col("billed", 4, true, num),
-    { name: "mean |diff| %", num: true, get: function (r) { return r[4] ? r[5] / r[4] : 0; }, fmt: pct },
-    col("findings", 6, true, num)
-  ], Object.keys(folders).sort().map(function (k) { return folders[k]; }),
-  { what: "folder", size: 20, cls: function (r) { return r[2] ? "bad" : ""; } });
-  // places, id labels and billed - counted come worded from the data (one wording, every output)
-  table(document.getElementById("worst-table"), [
-    col("record", 6), col("id", 7), col("billed", 3, true, num), col("counted", 4, true, num),
-    { name: "billed - counted", num: true, get: function (r) { return r[5]; }, fmt: function (v) { return (v > 0 ? "+" : "") + num(v); } }
-  ], D.worst, { what: "path, id", size: 25 });
-  table(document.getElementById("findings-table"), [
-    col("where", 6), col("id", 7), col("check", 3), col("message", 4), col("level", 5)
-  ], D.findings, { what: "path, id, check, message", size: 50,
-    only: ["errors only", function (r) { return r[5] !== "allowed outlier"; }],
-    cls: function (r) { return r[5] === "allowed outlier" ? "warn" : "bad"; } });
-  if (D.baseline && D.baseline.rows.length) {
-    var bc = D.baseline.columns.map(function (name, i) {
-      return { name: name, get: function (r) { return r[i]; }, num: i > 0 && i < D.baseline.columns.length - 1,
-               fmt: i > 0 && i < D.baseline.columns.length - 1 ? function (v) { return v < 1 && v % 1 ? pct(v) : num(v); } : null };
-    });
-    table(document.getElementById("baseline-table"), bc, D.baseline.rows,
-          { what: "path", only: ["worse only", function (r) { return r[r.length - 1]; }],
-            cls: function (r) { return r[r.length - 1] ? "bad" : ""; } });
-  }
-  document.body.setAttribute("data-ready", "1");
-})();
-"""
+def asset(name: str) -> str:
+    """A file of the page (assets/page.css, assets/page.js) as the package ships it."""
+    return _ASSETS.joinpath(name).read_text(encoding="utf-8")
 
 
 def _csp_hash(text: str) -> str:
@@ -714,6 +569,7 @@ def _page(data: dict[str, Any], plots: list[tuple[str, str, str]],
           focus_plots: list[tuple[str, bool, str]], words: str, kind: str, contract: Contract,
           outcomes: Sequence[Outcome], title: str) -> str:
     e = svg.esc
+    css, script = asset("page.css"), asset("page.js")
     t = data["totals"]
     spent = money(t["billed"], contract)
     head = (f"{t['files']:,} files ({t['failed']:,} failing), {t['audited']:,} records audited, "
@@ -721,10 +577,10 @@ def _page(data: dict[str, Any], plots: list[tuple[str, str, str]],
             + (f" = {spent}" if spent else ""))
     out = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
            f'<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
-           f"script-src {_csp_hash(SCRIPT)}; style-src {_csp_hash(CSS)}; img-src data:\">",
+           f"script-src {_csp_hash(script)}; style-src {_csp_hash(css)}; img-src data:\">",
            '<meta name="viewport" content="width=device-width, initial-scale=1">',
            f"<title>tokaudit: {e(words)}{' - ' + e(title) if title else ''}</title>",
-           f"<style>{CSS}</style></head><body>",
+           f"<style>{css}</style></head><body>",
            f'<header class="{kind}" id="verdict"><h1>tokaudit: {e(words)}</h1>'
            f"<p>{e(head)}</p></header><main>"]
     stats = [("files", t["files"]), ("failing files", t["failed"]), ("records", t["records"]),
@@ -797,7 +653,7 @@ def _page(data: dict[str, Any], plots: list[tuple[str, str, str]],
     out.append(f"<footer>pytest-tokaudit {e(__version__)}. Plots from bounded histograms and "
                f"samples kept per file; the numbers are in the JSON below.</footer>")
     out.append(f'<script type="application/json" id="tokaudit-data">{_blob(data)}</script>')
-    out.append(f"<script>{SCRIPT}</script></body></html>")
+    out.append(f"<script>{script}</script></body></html>")
     return "\n".join(out)
 
 
@@ -811,44 +667,15 @@ def page_of(result: RunResult, exitstatus: int, title: str) -> str:
 
 def write_page(path: Path, text: str) -> str | None:
     """Write atomically; None, or why it could not be written (never raises for that)."""
-    try:
-        with replacing(path) as fh:
-            fh.write(text.encode("utf-8", "surrogatepass"))
-    except OSError as exc:
-        return f"cannot write the HTML report {path}: {exc.strerror or exc}"
-    return None
+    return put(path, text.encode("utf-8", "surrogatepass"), "the HTML report")
 
 
-class HtmlReport:
-    """Writes the page at the end of the session (on the controller)."""
+class HtmlReport(SessionFile):
+    what = "HTML report"
 
-    def __init__(self, config: pytest.Config, path: str):
-        self.config = config
-        self.path = path
-        self.error: str | None = None
-        self.written = False
-
-    @pytest.hookimpl(trylast=True)
-    def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        result = self.config.stash.get(RESULT, None)
-        if result is None:  # --collect-only
-            return
-        try:
-            text = page_of(result, int(session.exitstatus), self.config.rootpath.name)
-        except Exception as exc:  # noqa: BLE001 - the page must never hide the verdict
-            self.error = f"cannot build it: {type(exc).__name__}: {exc}"
-        else:
-            self.error = write_page(Path(self.config.invocation_params.dir, self.path), text)
-        self.written = self.error is None
-        if self.error and session.exitstatus == 0:
-            session.exitstatus = pytest.ExitCode.TESTS_FAILED  # the report CI expects is missing
-
-    @pytest.hookimpl(trylast=True)
-    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if self.error:
-            terminalreporter.write_line(f"tokaudit HTML report NOT written: {self.error}", red=True)
-        elif self.written:
-            terminalreporter.write_line(f"tokaudit HTML report: {self.path}")
+    def write(self, result: RunResult, exitstatus: int) -> str | None:
+        page = page_of(result, exitstatus, self.config.rootpath.name)
+        return write_page(Path(self.config.invocation_params.dir, self.path), page)
 
 
 class PytestHtmlExtras:

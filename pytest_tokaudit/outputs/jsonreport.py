@@ -9,25 +9,17 @@ import pytest
 
 from ..base.atomic import check_writable, write
 from ..model import report
+from ..model.result import RunResult
 from ..model.spend import CHANNEL as SPEND
 from ..model.spend import PriceError, priced, spend
 from ..run.cache import contract_files
-from ..run.keys import RESULT
+from .session import SessionFile
 
 
-class JsonReport:
-    """Writes the report at the end of the session (on the controller)."""
+class JsonReport(SessionFile):
+    what = "JSON report"
 
-    def __init__(self, config: pytest.Config, path: str):
-        self.config = config
-        self.path = path
-        self.error: str | None = None
-
-    @pytest.hookimpl(trylast=True)
-    def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        result = self.config.stash.get(RESULT, None)
-        if result is None:  # --collect-only
-            return
+    def write(self, result: RunResult, exitstatus: int) -> str | None:
         data = report.build(result.files, result.outcomes, result.contract,
                             result.coverage.partial, result.baseline)
         data["coverage"] = result.coverage.to_json()
@@ -39,17 +31,10 @@ class JsonReport:
                                       result.contract)
             except PriceError as exc:
                 data["spend"] = {"error": str(exc)}
-        self.error = write(Path(self.config.invocation_params.dir, self.path), data)
-        if self.error and session.exitstatus == 0:
-            session.exitstatus = pytest.ExitCode.TESTS_FAILED  # the report CI expects is missing
+        return write(Path(self.config.invocation_params.dir, self.path), data)
 
-    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if self.config.stash.get(RESULT, None) is None:
-            return
-        if self.error:
-            terminalreporter.write_line(f"tokaudit JSON report NOT written: {self.error}", red=True)
-        else:
-            terminalreporter.write_line(f"tokaudit JSON report: {self.path}")
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:  # not trylast: first
+        super().pytest_terminal_summary(terminalreporter)
 
 
 PATH_OPTIONS = (("--tokaudit-json", "tokaudit_json"),)  # files written (run/targets.py)

@@ -21,8 +21,9 @@ from ..model.spend import CHANNEL as SPEND
 from ..model.spend import priced, spend
 from ..model.spend import lines as spend_text
 from ..model.contract import money
+from ..model.result import RunResult
 from ..model.summary import FileSummary
-from ..run.keys import RESULT
+from .session import SessionFile
 
 SHOWN = 10  # findings listed per failing file
 
@@ -138,45 +139,26 @@ def append(path: Path, text: str) -> str | None:
     return None
 
 
-class JobSummary:
-    """Writes the summary at the end of the session (controller only)."""
+class JobSummary(SessionFile):
+    """The job summary: a file that cannot be written never fails the run."""
 
-    def __init__(self, config: pytest.Config, path: Path):
-        self.config = config
-        self.path = path
-        self.error: str | None = None
-        self.written = False
+    what = "Markdown summary"
+    fails_run = False
+    colour = "yellow"
 
-    @pytest.hookimpl(trylast=True)
-    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        result = self.config.stash.get(RESULT, None)
-        if result is None:  # --collect-only
-            return
+    def write(self, result: RunResult, exitstatus: int) -> str | None:
         contract = result.contract
-        try:
-            text = build(
-                result.files, result.outcomes, contract.id_field,
-                int(session.exitstatus), result.coverage.partial, contract.price_per_mtok,
-                result.anchor, lambda n: money(n, contract),
-                lambda rel: workspace_path(self.config.rootpath, rel, os.environ.get("GITHUB_WORKSPACE")),
-            )
-            if priced(contract):  # money by component and by group (model/spend.py)
-                spent = spend([(s.path, s.channels.get(SPEND, [])) for s in result.files], contract)
-                text += "\n### Spend\n\n" + "".join(f"- {cell(line.strip())}\n"
-                                                    for line in spend_text(spent)) + "\n"
-        except Exception as exc:  # noqa: BLE001 - a summary must never break the gate
-            self.error = f"cannot build it: {type(exc).__name__}: {exc}"
-            return
-        self.error = append(self.path, text)
-        self.written = self.error is None
-
-    @pytest.hookimpl(trylast=True)  # after the controller's tokaudit summary
-    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if self.error:
-            terminalreporter.write_line(
-                f"tokaudit Markdown summary NOT written: {self.error}", yellow=True)
-        elif self.written:
-            terminalreporter.write_line(f"tokaudit Markdown summary: {self.path}")
+        text = build(
+            result.files, result.outcomes, contract.id_field,
+            exitstatus, result.coverage.partial, contract.price_per_mtok,
+            result.anchor, lambda n: money(n, contract),
+            lambda rel: workspace_path(self.config.rootpath, rel, os.environ.get("GITHUB_WORKSPACE")),
+        )
+        if priced(contract):  # money by component and by group (model/spend.py)
+            spent = spend([(s.path, s.channels.get(SPEND, [])) for s in result.files], contract)
+            text += "\n### Spend\n\n" + "".join(f"- {cell(line.strip())}\n"
+                                                for line in spend_text(spent)) + "\n"
+        return append(self.path, text)
 
 
 PATH_OPTIONS = (("--tokaudit-markdown", "tokaudit_markdown"),)  # files written (run/targets.py)

@@ -172,17 +172,18 @@ def summary_table(
     with_rt = any(s.rt_checked for s in summaries)
     # records = audited + skipped + unreadable: the column is there when a file has some
     with_unreadable = any(s.unreadable for s in summaries)
+    with_errors = any(s.errors for s in summaries)  # an API's error lines (tokaudit_requests)
     header = ["file", "records", "audited", "skipped", *(["unreadable"] if with_unreadable else []),
-              "mean billed", "mean counted", "mean |diff|", "max |diff|", "findings"]
+              *(["errors"] if with_errors else []), "mean billed", "mean counted", "mean |diff|", "max |diff|", "findings"]
     if with_rt:
         header += ["rt changed", "rt mean", "rt max"]
-    rows = [_row(s, with_rt, with_unreadable) for s in listed]
+    rows = [_row(s, with_rt, with_unreadable, with_errors) for s in listed]
     marks = [RED if s.failed else PLAIN for s in listed]
     if len(summaries) > 1:
         total = FileSummary(path=f"all {len(summaries)} files")
         for s in summaries:
             total.merge(s)
-        rows.append(_row(total, with_rt, with_unreadable))
+        rows.append(_row(total, with_rt, with_unreadable, with_errors))
         marks.append({"bold": True})
     if any(s.cached for s in summaries):  # reused from the cache (tokaudit_cache_dir)
         header.append("cached")
@@ -199,10 +200,12 @@ def summary_table(
     return out
 
 
-def _row(s: FileSummary, with_rt: bool, with_unreadable: bool = False) -> list[str]:
+def _row(s: FileSummary, with_rt: bool, with_unreadable: bool = False,
+         with_errors: bool = False) -> list[str]:
     row = [
         printable(s.path), f"{s.records:,}", f"{s.audited:,}", f"{s.skipped:,}",
         *([f"{s.unreadable:,}"] if with_unreadable else []),
+        *([f"{s.errors:,}"] if with_errors else []),
         f"{s.mean_billed:,.1f}", f"{s.mean_counted:,.1f}",
         f"{s.mean_absdiff:.2f} ({s.mean_ratio:.2%})", f"{s.max_absdiff:,}", f"{s.findings:,}",
     ]

@@ -17,10 +17,11 @@ from typing import Any, cast
 
 import pytest
 
-from ..checks.dataset import IdIndex, evaluate
+from ..checks.dataset import evaluate
 from ..engine.failure import whole_file_lines
 from ..engine.plain import check_file
 from ..model.contract import Contract
+from ..model.idindex import IdIndex
 from ..model.outcome import Outcome
 from ..model.report import pack_runs
 from ..model.result import Coverage, RunResult
@@ -394,10 +395,6 @@ class Controller:
                 whole = merge_parts(parts, self.line_offsets(path, parts) if sharded else None)
             out.append(whole)
         return out
-
-    def baseline_changes(self) -> dict[str, list[str]] | None:
-        baseline = self.config.pluginmanager.get_plugin("tokaudit.baseline")
-        return None if baseline is None else baseline.compare(self.files())
 
     # -- the end --------------------------------------------------------------------------
     @pytest.hookimpl(trylast=True)  # after the cache provider wrote its lastfailed

@@ -18,7 +18,7 @@ from ..base.fields import MISSING, CountSum, count_paths, get_path, why_missing
 from ..base.findings import Finding
 from ..model import fastids
 from ..model.contract import Contract
-from ..model.records import SKIPPED, Record, Rejected, TextRecord, _Skipped
+from ..model.records import SKIPPED, ErrorLine, Record, Rejected, TextRecord, _Skipped, error_of
 
 # orjson's integer range; a value outside it cannot be kept as an int in a report either.
 U64_MAX = 2**64 - 1
@@ -215,9 +215,10 @@ def check_ids(ids: Any, name: str) -> str | None:
 
 def parse_line(
     raw: bytes, line: int, contract: Contract, fast: bool = True
-) -> Record | Rejected | _Skipped:
-    """One non-blank line -> Record, SKIPPED, or Rejected (the findings that make it
-    unusable, with the id and billed count if they could be read)."""
+) -> Record | Rejected | _Skipped | ErrorLine:
+    """One non-blank line -> Record, SKIPPED, Rejected (the findings that make it
+    unusable, with the id and billed count if they could be read), or ErrorLine (an API's
+    error line, with tokaudit_requests: counted apart, no finding)."""
     key = fast and fastids.key_for(contract.ids_field, contract.where, contract.id_field,
                                    *_read_paths(contract))
     cut = fastids.cut(raw, key) if key else None
@@ -241,6 +242,8 @@ def parse_line(
         flag = get_path(obj, contract.where)
         if flag is MISSING or not flag:
             return SKIPPED
+    if contract.requests and (why := error_of(obj)) is not None:  # counted apart
+        return _error_line(obj if cut is None else _load(raw), contract, why)  # the whole object
     problems, record_id, count, ids = _schema(obj, contract, cut is None)
     if problems and _big_floats(obj, contract):
         # Maybe an integer past 64 bits, which orjson reads as a float: read it exactly.
@@ -270,7 +273,7 @@ def parse_line(
     return Record(line, obj, record_id, count, None, cut[1], contract.ids_field[0])
 
 
-def parse_object(obj: Any, line: int, contract: Contract) -> Record | Rejected | _Skipped:
+def parse_object(obj: Any, line: int, contract: Contract) -> Record | Rejected | _Skipped | ErrorLine:
     """A record already parsed (the public API's dicts) -> Record, SKIPPED, or Rejected, as
     parse_line judges the same object read from a line."""
     if type(obj) is not dict:
@@ -279,6 +282,8 @@ def parse_object(obj: Any, line: int, contract: Contract) -> Record | Rejected |
         flag = get_path(obj, contract.where)
         if flag is MISSING or not flag:
             return SKIPPED
+    if contract.requests and (why := error_of(obj)) is not None:  # counted apart
+        return _error_line(obj, contract, why)
     problems, record_id, count, ids = _schema(obj, contract, True)
     texts = None
     if contract.text_template is not None:
@@ -288,6 +293,13 @@ def parse_object(obj: Any, line: int, contract: Contract) -> Record | Rejected |
     if texts is not None:
         return TextRecord(line, obj, record_id, count, ids, texts=texts)
     return Record(line, obj, record_id, count, ids)
+
+
+def _error_line(obj: dict, contract: Contract, why: str) -> ErrorLine:
+    """An OpenAI Batch error line (with tokaudit_requests): its id as written, and why."""
+    record_id = get_path(obj, contract.id_field) if contract.id_field else None
+    ok = type(record_id) is str or type(record_id) is int and I64_MIN <= record_id <= U64_MAX
+    return ErrorLine(why, record_id if ok else None, obj)
 
 
 def rejected(obj: dict, contract: Contract, problems: list[str], line: int, record_id: Any,

@@ -92,12 +92,6 @@ def _known(name: str) -> dict[str, Any]:
     return {"pat_str": spec["pat_str"], "special_tokens": spec["special_tokens"], **seen}
 
 
-def read_ranks(path: Path) -> dict[bytes, int]:
-    """A .tiktoken rank file (base64 token, rank per line; gzipped if it ends in .gz), read
-    as it is on disk now (tiktoken's own loader keeps a copy by path and may return a stale one)."""
-    return parse_ranks(read_bytes(path))
-
-
 def read_bytes(path: Path) -> bytes:
     data = path.read_bytes()
     return gzip.decompress(data) if path.suffix == ".gz" else data

@@ -1,5 +1,5 @@
-"""Record-id bookkeeping (pytest_tokaudit.ids): keys, repeats, their report order, memory,
-and the expected-ids manifest."""
+"""The id checks (unique_ids, expected_ids) and the index they judge by (model/idindex.py):
+keys, repeats, their report order, memory, and the expected-ids manifest."""
 
 from __future__ import annotations
 
@@ -12,11 +12,11 @@ import tracemalloc
 import pytest
 
 from conftest import UNRELATED_PLUGINS, TokProject, rec
-from pytest_tokaudit.checks import ids as ids_module
+from pytest_tokaudit.model import idindex as ids_module
 from pytest_tokaudit.model.contract import Contract
 from pytest_tokaudit.checks.dataset import DUPLICATES_SHOWN, evaluate
 from pytest_tokaudit.__main__ import standalone_hook
-from pytest_tokaudit.checks.ids import IdIndex, read_manifest
+from pytest_tokaudit.model.idindex import IdIndex, read_manifest
 from pytest_tokaudit.model.summary import IDS, FileSummary
 FAILED = pytest.ExitCode.TESTS_FAILED
 CONTRACT = Contract.from_json({"tokaudit_unique_ids": "true"})
@@ -337,7 +337,7 @@ def test_memory_per_id_and_repeats(kind, limit):
     assert (twice - once) / N <= per_repeat, f"{(twice - once) / N:.1f} bytes per repeat"
 
 
-# -- issue #13: folding in chunks ----------------------------------------------------------------
+# -- folding in chunks -------------------------------------------------------------------------
 
 def naive_duplicates(parts: list[FileSummary]) -> list[tuple[object, list[str]]]:
     """What unique_ids must report, from a plain dict of (type, value) -> places."""

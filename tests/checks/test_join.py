@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from conftest import TokProject, assert_no_crash, failure_section, summary_section
+from conftest import TokProject, assert_no_crash, failure_section, merge, summary_section
 from wholebill import batch_pair, error_line, tokenizer_copy, write_jsonl
 
 # The merge test judges in this process: numpy (a C extension) is imported at collection, so
@@ -52,7 +52,7 @@ def outcome_lines(result, name: str) -> list[str]:
 
 def test_every_request_is_answered_exactly_once(project: TokProject):
     batch_project(project)
-    result = project.run()
+    result = project.run("--tokaudit-json=report.json")
     assert_no_crash(result)
     outcome, message = outcome_lines(result, "requests")
     assert outcome == "failed"
@@ -67,18 +67,38 @@ def test_every_request_is_answered_exactly_once(project: TokProject):
     assert "data/errors.jsonl:1: custom_id 'request-6': status 500" in out
     # The prompt counts were exact: the joined pairs pass the prompt audit.
     assert "prompt_count" not in out
-    result.assert_outcomes(failed=2, passed=3)  # errors.jsonl (no usage) and the join
+    assert_error_lines_apart(result, project)
+
+
+def assert_error_lines_apart(result, project: TokProject) -> None:
+    """An error line is no bad record: its file passes, counting it apart (the summary
+    table's `errors` column, the JSON report's `errors`); the join lists it. Only the join
+    fails."""
+    result.assert_outcomes(failed=1, passed=4)
+    assert "FAILED data/errors.jsonl" not in result.stdout.str()
+    table = [re.split(r"\s{2,}", line.strip()) for line in summary_section(result)]
+    header = table[0]
+    assert "errors" in header, table
+    rows = {row[0]: dict(zip(header, row)) for row in table[1:] if len(row) == len(header)}
+    assert (rows["data/errors.jsonl"]["records"], rows["data/errors.jsonl"]["audited"],
+            rows["data/errors.jsonl"]["errors"]) == ("1", "0", "1"), table
+    assert rows["data/out1.jsonl"]["errors"] == "0"
+    report = json.loads((project.path / "report.json").read_text())
+    errors = {f["path"]: f["errors"] for f in report["files"]}
+    assert errors == {"data/errors.jsonl": 1, "data/out1.jsonl": 0, "data/out2.jsonl": 0}
+    assert report["totals"]["errors"] == 1
 
 
 def test_the_join_under_two_workers_is_the_same(pytester: pytest.Pytester):
     project = TokProject(pytester, ("-n", "2"))
     batch_project(project)
-    result = project.run()
+    result = project.run("--tokaudit-json=report.json")
     assert_no_crash(result)
     assert outcome_lines(result, "requests") == [
         "failed", "7 requests, 8 responses: 1 unanswered, 1 answered twice, "
                   "1 responses without a request, 1 error line"]
     assert "data/out2.jsonl:2: custom_id 'request-99': no request" in result.stdout.str()
+    assert_error_lines_apart(result, project)
 
 
 def test_partial_run_never_passes_the_join(project: TokProject):
@@ -142,8 +162,6 @@ def test_the_cache_is_keyed_on_the_template_and_the_request_files(pytester: pyte
 
 def test_the_merge_of_two_parts_judges_the_whole_join(pytester: pytest.Pytester, monkeypatch):
     """Each CI part alone is partial (skipped); their reports merged see every answer."""
-    from test_merge import merge
-
     project = TokProject(pytester, ("-p", "no:xdist"))
     batch_project(project)
     monkeypatch.chdir(project.path)
@@ -151,8 +169,55 @@ def test_the_merge_of_two_parts_judges_the_whole_join(pytester: pytest.Pytester,
         result = project.run(f"--tokaudit-json={name}", paths=paths)
         assert_no_crash(result)
         assert outcome_lines(result, "requests")[0] in ("skipped", "failed")
-    ret, out, _ = merge("p1.json", "p2.json")
+    ret, out, _ = merge("p1.json", "p2.json", "--json", "merged.json")
     assert ret == pytest.ExitCode.TESTS_FAILED
     line = next(l for l in out.splitlines() if "tokaudit::requests" in l)
     assert "7 requests, 8 responses: 1 unanswered, 1 answered twice, 1 responses without a request, " \
            "1 error line" in line, out
+    # The error line's file passes in the merge too, its error line counted apart.
+    merged = json.loads((project.path / "merged.json").read_text())
+    entry = next(f for f in merged["files"] if f["path"] == "data/errors.jsonl")
+    assert (entry["errors"], entry["findings"]) == (1, 0), entry
+
+
+# -- request files compressed, or at a URL ---------------------------------------------------
+
+@pytest.mark.parametrize("suffix", [".jsonl.gz", ".jsonl.zst"])
+def test_compressed_request_files_are_read_as_plain_ones(pytester: pytest.Pytester, suffix: str):
+    """Request files read with the package's own codecs: joined, and each response's
+    request read back (the prompt audit names the one it finds off, at its line)."""
+    if suffix.endswith(".zst"):
+        pytest.importorskip("zstandard")
+    from conftest import compress
+
+    project = TokProject(pytester, ())
+    requests, responses = batch_pair(4)
+    responses[1]["response"]["body"]["usage"]["prompt_tokens"] += 30  # a system prompt added
+    # Two request files, one compressed: each request's place is its own file's line.
+    plain = "".join(json.dumps(r) + "\n" for r in requests[:2]).encode()
+    packed = "".join(json.dumps(r) + "\n" for r in requests[2:]).encode()
+    (project.path / "batches").mkdir()
+    (project.path / "batches/a_input.jsonl").write_bytes(plain)
+    (project.path / f"batches/b_input{suffix}").write_bytes(compress(packed, suffix))
+    write_jsonl(project.path / "data/out.jsonl", responses)
+    project.ini(**{**BATCH_INI, "tokaudit_requests": "batches/*_input.jsonl*"},
+                tokaudit_tokenizer=str(tokenizer_copy(project.path)))
+    result = project.run()
+    assert_no_crash(result)
+    assert outcome_lines(result, "requests") == ["passed", "4 requests, 4 answered exactly once"]
+    cid = responses[1]["custom_id"]
+    k = int(cid.split("-")[1])
+    where = f"batches/a_input.jsonl:{k + 1}" if k < 2 else f"batches/b_input{suffix}:{k - 1}"
+    line = [s for s in failure_section(result, "data/out.jsonl") if ": prompt_count: " in s]
+    assert len(line) == 1 and f"(request {where})" in line[0], line
+
+
+def test_request_files_at_a_url_are_a_usage_error_naming_the_key(project: TokProject):
+    from run.test_usage_errors import assert_usage_error
+
+    requests, responses = batch_pair(2)
+    write_jsonl(project.path / "data/out.jsonl", responses)
+    project.ini(**{**BATCH_INI, "tokaudit_requests": "https://example.com/batches/job_input.jsonl"})
+    result = project.run()
+    assert_usage_error(result, "tokaudit_requests (pytest.ini): ",
+                       "https://example.com/batches/job_input.jsonl", "local")

@@ -4,7 +4,7 @@ alone but join their neighbours into one (or split into two), lines simdjson ref
 middle of a chunk, and records the count or structure rule fails, which the engine words
 through the checks' own hooks from its columns. Each case audits the same bytes with
 TOKAUDIT_COLUMNAR=0 (the per-line path) and =1 and compares the summaries and failure texts
-(tests/test_columnar.py's harness). A fuzz test draws files from these hard lines.
+(the harness of tests/test_columnar.py). A fuzz test draws files from these hard lines.
 """
 
 from __future__ import annotations
@@ -18,10 +18,44 @@ from hypothesis import strategies as st
 pytest.importorskip("simdjson")
 pytest.importorskip("numpy")
 
+from pytest_tokaudit.checks import DATASET, load  # noqa: E402
 from pytest_tokaudit.engine import columnar  # noqa: E402
+from pytest_tokaudit.engine.failure import failure_text  # noqa: E402
+from pytest_tokaudit.engine.passes import audit  # noqa: E402
+from pytest_tokaudit.engine.plain import check_file  # noqa: E402
+from pytest_tokaudit.model.summary import FileSummary  # noqa: E402
 
+from audits import builtin_hook, default_contract  # noqa: E402
 from conftest import FULL, rec  # noqa: E402
-from test_columnar import CONTRACTS, assert_same, audited  # noqa: E402
+
+CONTRACTS = {
+    "default": default_contract(max_shown=10**6, unique_ids=True),
+    "where": default_contract(max_shown=10**6, where=("provider",), unique_ids=True),
+    "structure": default_contract(
+        max_shown=10**6, require_once=("3",), require_last=("7", "8"), forbid=("0",),
+        where=("provider",), unique_ids=True, count_rel=0.1,
+    ),
+    "no-id": default_contract(max_shown=10**6, id_field=()),
+    "short-lines": default_contract(max_shown=10**6, max_line_bytes=60),
+}
+
+
+def audited(path, contract, mode: str) -> tuple[str, str]:
+    """(summary JSON, failure text) of the file, through the path `mode` selects."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv(columnar.ENV, mode)
+        summary = FileSummary(path="data/x.jsonl", max_shown=contract.max_shown)
+        hook = builtin_hook(*(check() for check in load(DATASET).values()))
+        audit(path, contract, hook, summary)
+        check_file(path, contract, hook, summary)
+    return summary.to_json(), failure_text(summary, contract)
+
+
+def assert_same(path, contract) -> None:
+    plain = audited(path, contract, "0")
+    fast = audited(path, contract, "1")
+    assert json.loads(fast[0]) == json.loads(plain[0])
+    assert fast == plain
 
 
 def ok(name: str, n: int = 10, **kw) -> bytes:

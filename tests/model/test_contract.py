@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_tokaudit.model.contract import KEYS, Allowance, Contract, ContractError, parse_allowance, parse_rel
+from pytest_tokaudit.model.contract import KEYS, Allowance, Contract, ContractError
+from pytest_tokaudit.model.values import parse_allowance, parse_rel
 DEFAULT = Contract(**{k.attr: k.parse(k.default) for k in KEYS})
 
 

@@ -24,7 +24,6 @@ from pytest_tokaudit.model.outcome import Outcome
 from pytest_tokaudit.model.summary import FileSummary
 from pytest_tokaudit.outputs.html import build
 
-CHROMIUM = Path("/usr/bin/chromium")
 BLOB = re.compile(r'<script type="application/json" id="tokaudit-data">(.*?)</script>', re.S)
 HOSTILE_ID = '</script><script>window.pwned=1</script>"\'&ñ日本'
 HOSTILE_DIR = '<img src=x onerror="window.pwned=2">ü'
@@ -123,20 +122,6 @@ def test_an_unwritable_page_is_a_usage_error_before_the_audit(pytester: pytest.P
 
 
 # -- the browser ----------------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def browser():
-    if not CHROMIUM.exists():
-        pytest.skip(f"no browser: {CHROMIUM} does not exist (apt-get install chromium)")
-    from playwright.sync_api import sync_playwright  # the [test] extra; never downloads a browser
-
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=str(CHROMIUM), args=[
-            "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-            "--disable-component-update", "--disable-sync", "--disable-quic", "--no-first-run"])
-        yield b
-        b.close()
-
-
 class Visit:
     """A page opened offline: every request but the file's own is blocked and recorded."""
 

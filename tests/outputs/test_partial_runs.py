@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import TokProject, assert_no_crash, rec
+from conftest import TokProject, assert_no_crash, merge, rec
 from pytest_tokaudit.sources.base import shard_count
 
 OK, FAILED = pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED
@@ -96,8 +96,6 @@ def test_a_file_verdict_left_out_leaves_the_file_unaudited(project: TokProject, 
     """Every shard ran, but the file's own verdict (allowances, the mean, file checks) did
     not: the file is not audited to the end, the run is partial, and a merge of its report
     cannot pass the file (issue #31, item 7)."""
-    from test_merge import merge
-
     dataset(project)
     assert shard_count((project.path / "data/big.jsonl").stat().st_size, 600) > 1
     result = project.run(*how, "--tokaudit-json=part.json")

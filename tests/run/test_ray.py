@@ -31,9 +31,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from conftest import UNRELATED_PLUGINS, assert_no_crash, failure_section, rec, summary_rows
-from conftest import compress, jsonl_bytes
-from test_core import BAD_LINES, SHARD_SIZE, _complete_lines, _shard_records
+from conftest import UNRELATED_PLUGINS, assert_no_crash, compress, failure_section, jsonl_bytes, rec, summary_rows
+from corpus import BAD_LINES, NEW_BAD_LINES, SHARD_SIZE, complete_lines, shard_records
 
 pytest.importorskip("ray", reason="the [ray] extra is not installed (pip install -e '.[test]')")
 
@@ -186,7 +185,7 @@ def parity_project(pytester: pytest.Pytester) -> Path:
     (data / "sub" / "b.jsonl").write_text(
         "".join(json.dumps(r) + "\n" for r in (rec("t1"), rec("s2", billed=30), rec("g1"))) + "{bad\n")
     (data / "big.jsonl").write_text(
-        "".join((json.dumps(r) if not isinstance(r, str) else r) + "\n" for r in _shard_records()))
+        "".join((json.dumps(r) if not isinstance(r, str) else r) + "\n" for r in shard_records()))
     (data / "lines.jsonl").write_bytes(jsonl_bytes(BAD_LINES))  # the bad-input corpus
     return marks
 
@@ -240,7 +239,7 @@ def test_data_in_object_storage_is_read_on_the_cluster(pytester: pytest.Pytester
     bucket = f"ray-{os.getpid()}-{free_port()}"
     client.create_bucket(Bucket=bucket)
     pytester.makeini(f"[pytest]\ntokaudit_shard_size = {SHARD_SIZE}\n")
-    big = "".join((json.dumps(r) if not isinstance(r, str) else r) + "\n" for r in _shard_records())
+    big = "".join((json.dumps(r) if not isinstance(r, str) else r) + "\n" for r in shard_records())
     client.put_object(Bucket=bucket, Key="data/big.jsonl", Body=big.encode())
     client.put_object(Bucket=bucket, Key="data/a.jsonl",
                       Body="".join(json.dumps(rec(f"a{i}")) + "\n" for i in range(4)).encode())
@@ -440,8 +439,6 @@ CONTRACTS = {
 def test_the_whole_corpus_audits_the_same_on_ray(pytester: pytest.Pytester, on_ray, contract: str):
     """Every file of the bad-input corpus, compressed and cut files, a sharded file and a
     Parquet twin, under three contracts: the same output and JSON report as in process."""
-    from test_reliability_reader import NEW_BAD_LINES
-
     pytester.makeini(f"[pytest]\ntokaudit_shard_size = {SHARD_SIZE}\n" + CONTRACTS[contract])
     data = pytester.path / "data"
     data.mkdir()
@@ -454,9 +451,9 @@ def test_the_whole_corpus_audits_the_same_on_ray(pytester: pytest.Pytester, on_r
     for suffix in (".gz", ".zst"):
         packed = compress(jsonl_bytes(big), suffix)
         (data / f"truncated.jsonl{suffix}").write_bytes(packed[: len(packed) // 2])
-        assert _complete_lines(packed[: len(packed) // 2], suffix) > 2
+        assert complete_lines(packed[: len(packed) // 2], suffix) > 2
     (data / "garbage.jsonl.zst").write_bytes(b"this is not zstd data\n" * 10)
-    (data / "big.jsonl").write_bytes(jsonl_bytes(_shard_records()))
+    (data / "big.jsonl").write_bytes(jsonl_bytes(shard_records()))
     pq = pytest.importorskip("pyarrow.parquet")
     import pyarrow as pa
 

@@ -9,7 +9,7 @@ import re
 import pytest
 
 from conftest import TokProject, assert_no_crash, failure_section, rec, summary_rows
-from test_parquet import INI, SCHEMA, THINK, END, corpus, good
+from tables import END, INI, SCHEMA, THINK, corpus, good
 
 pa = pytest.importorskip("pyarrow")
 feather = pytest.importorskip("pyarrow.feather")

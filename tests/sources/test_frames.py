@@ -16,15 +16,13 @@ import hashlib
 import json
 import re
 import struct
-import zlib
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pytest_tokaudit.sources.base import shard_count
-from conftest import jsonl_bytes, rec
-from test_gate import FAILED, Gate, assert_clean, gate  # noqa: F401  (the fixture)
+from conftest import FAILED, Gate, assert_clean, bgzf_member, jsonl_bytes, rec, zst_frames
 
 zstandard = pytest.importorskip("zstandard")
 
@@ -33,27 +31,12 @@ MODES = {"no-xdist": (), "xdist-2": ("-n", "2")}
 ALL_MODES = {**MODES, "loadfile": ("-n", "2", "--dist", "loadfile"),
              "each": ("-n", "2", "--dist", "each")}
 SHARD = 4000  # compressed bytes per shard: a few shards of files of ~10 KB
-FRAME = 1500  # raw bytes per frame: frames end mid-line, so records straddle them
+FRAME = 1500  # raw bytes per frame (zst_frames' default): frames end mid-line, so records straddle them
 
 
 @pytest.fixture(params=list(MODES.values()), ids=list(MODES))
 def mode(request: pytest.FixtureRequest) -> tuple[str, ...]:
     return request.param
-
-
-def zst_frames(data: bytes, size: int = FRAME, checksum: bool = True) -> bytes:
-    """One zstd frame per `size` bytes of `data`, back to back (as pzstd writes them)."""
-    c = zstandard.ZstdCompressor(write_checksum=checksum)
-    return b"".join(c.compress(data[i:i + size]) for i in range(0, len(data), size))
-
-
-def bgzf_member(data: bytes) -> bytes:
-    """One BGZF member: a gzip member whose extra field `BC` holds its size - 1."""
-    co = zlib.compressobj(6, zlib.DEFLATED, -15)
-    body = co.compress(data) + co.flush()
-    head = (b"\x1f\x8b\x08\x04" + b"\0\0\0\0" + b"\x00\xff" + struct.pack("<H", 6)
-            + b"BC" + struct.pack("<HH", 2, 12 + 6 + len(body) + 8 - 1))
-    return head + body + struct.pack("<II", zlib.crc32(data), len(data))
 
 
 def bgzf(data: bytes, size: int = FRAME) -> bytes:

@@ -9,43 +9,10 @@ import re
 import pytest
 
 from conftest import TokProject, assert_no_crash, failure_section, rec, summary_rows
+from tables import END, INI, OPEN, SCHEMA, THINK, corpus, good
 
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
-
-THINK, END, OPEN = 7, 8, 9
-INI = dict(
-    tokaudit_require_once=THINK, tokaudit_require_last=END, tokaudit_forbid=OPEN,
-    tokaudit_count_abs=0, tokaudit_count_rel="0%", tokaudit_where="provider",
-)
-SCHEMA = pa.schema([
-    ("sample_id", pa.int64()),
-    ("provider", pa.string()),
-    ("completion_tokens", pa.int64()),
-    ("output_ids", pa.list_(pa.int64())),
-])
-
-
-def good(i: int, **kw):
-    return rec(i, 12, once=[THINK], last=END, provider="api", **kw)
-
-
-def corpus() -> list[dict]:
-    """Good rows and one of every way a row breaks a check or is unusable."""
-    rows = [good(i) for i in range(1, 41)]
-    rows[2] = rec(3, 12, 15, once=[THINK], last=END, provider="api")  # count
-    rows[5] = rec(6, 12, once=[THINK, THINK], last=END, provider="api")  # require_once
-    rows[7] = rec(8, 12, once=[THINK, OPEN], last=END, provider="api")  # forbid
-    rows[9] = rec(10, 12, once=[THINK], provider="api")  # require_last
-    rows[11] = {**good(12), "output_ids": None}  # unusable ids, billed still counted
-    rows[13] = {**good(14), "output_ids": [THINK, -1, END]}
-    rows[15] = {**good(16), "output_ids": [THINK, None, END]}
-    rows[17] = {**good(18), "completion_tokens": None}
-    rows[19] = {**good(20), "provider": None}  # skipped by tokaudit_where
-    rows[21] = {**good(22), "output_ids": []}
-    rows[23] = {**good(24), "sample_id": None}
-    rows[25] = good(5)  # a repeated id
-    return rows
 
 
 def write_twins(project: TokProject, rows: list[dict], row_group_size: int = 1000) -> None:
@@ -185,17 +152,9 @@ RAW_SCHEMA = pa.schema([
 ])
 
 
-@pytest.fixture(scope="module")
-def tok():
-    from tokdata import qwen_dir
-
-    from pytest_tokaudit.tokenizers.hf import load_tokenizer
-    return load_tokenizer(qwen_dir())
-
-
 def raw_corpus(tok) -> list[dict]:
     """Clean responses and every fault a typed Parquet column can hold, each at its row."""
-    from test_raw import clean_responses, n_tokens, response
+    from tokdata import clean_responses, n_tokens, response
     from tokdata import sample_texts
 
     from pytest_tokaudit.engine.template import plain_ids
@@ -241,7 +200,7 @@ def raw_normalised(lines: list[str]) -> list[str]:
 @pytest.mark.parametrize("count_field", ["usage.completion_tokens",
                                          "usage.completion_tokens + usage.completion_tokens_details.reasoning_tokens?"])
 def test_raw_responses_in_parquet_get_the_verdicts_of_their_jsonl_twin(project: TokProject, tok, count_field):
-    from test_raw import raw_ini
+    from tokdata import raw_ini
 
     write_raw_twins(project, raw_corpus(tok))
     raw_ini(project, tokaudit_count_field=count_field, tokaudit_unique_text="true",
@@ -276,7 +235,7 @@ def test_raw_responses_in_parquet_get_the_verdicts_of_their_jsonl_twin(project: 
 def test_parquet_text_columns_of_other_types_are_findings_at_their_rows(project: TokProject):
     """A text field that is not text (an object, a number) fails each row holding one, as
     in JSONL; a required text column the file lacks fails the file, naming it."""
-    from test_raw import raw_ini
+    from tokdata import raw_ini
 
     rows = [{"id": f"gen-{k}", "choices": [{"message": {"content": {"text": "x"}}}],
              "usage": {"completion_tokens": 3}} for k in range(1, 4)]
@@ -496,9 +455,9 @@ BIG_ROW_SCRIPT = '''
 import json, re, sys
 from pathlib import Path
 sys.path.insert(0, sys.argv[2])
+from audits import CONTRACTS
 from pytest_tokaudit.engine.passes import audit
 from pytest_tokaudit.model.summary import FileSummary
-from test_reader import CONTRACTS
 
 
 class NoChecks:  # what the pass calls of the hook relay: no check of anyone's

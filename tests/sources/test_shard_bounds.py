@@ -10,15 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from conftest import TokProject, jsonl_bytes, rec
+from conftest import TokProject, bgzf_member, jsonl_bytes, rec, zst_frames
 from pytest_tokaudit.sources import frames
-from pytest_tokaudit.model.contract import MIN_SHARD_SIZE
+from pytest_tokaudit.model.values import MIN_SHARD_SIZE
 from pytest_tokaudit.sources.base import MAX_SHARDS
 from pytest_tokaudit.sources.jsonl import SOURCE as JSONL
 
 zstandard = pytest.importorskip("zstandard")
-
-from test_frames import bgzf_member, zst_frames  # noqa: E402
 
 
 # -- the key -----------------------------------------------------------------------------------

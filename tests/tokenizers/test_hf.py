@@ -30,11 +30,6 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
-def tok():
-    return load_tokenizer(qwen_dir())
-
-
-@pytest.fixture(scope="module")
 def records(tok):
     return sample_records(tok, 50)
 

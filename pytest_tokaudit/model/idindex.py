@@ -47,8 +47,8 @@ import orjson
 
 from ..base.fields import MISSING, get_path
 from ..base.formats import location
-from ..model.report import is_packed, unpacked_chunks
-from ..model.summary import IDS
+from .report import is_packed, unpacked_chunks
+from .summary import IDS
 
 EXACT_INTS = 1 << 53  # ints in [0, EXACT_INTS) are their own key
 

@@ -28,7 +28,6 @@ pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
 
 BLOB = re.compile(r'<script type="application/json" id="tokaudit-data">(.*?)</script>', re.S)
-CHROMIUM = Path("/usr/bin/chromium")
 
 CUSTOM = """
 def pytest_tokaudit_contract(path, contract):
@@ -222,20 +221,6 @@ def test_every_histogram_bar_lies_within_its_labelled_range(run):
             assert max(t[1] for t in ticks) >= max(b[1] for b in bars), (ticks, bars)
     labels = re.findall(TICK, charts[0])
     assert labels[0] == "-127..-96" and labels[-1] == "+96..+127", labels
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not CHROMIUM.exists():
-        pytest.skip(f"no browser: {CHROMIUM} does not exist (apt-get install chromium)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=str(CHROMIUM), args=[
-            "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-            "--disable-component-update", "--disable-sync", "--no-first-run"])
-        yield b
-        b.close()
 
 
 def test_the_page_draws_what_the_other_outputs_say(browser, run, tmp_path: Path):

@@ -1,4 +1,4 @@
-"""Reliability of the reader on hostile input: each test pins a case that once went wrong.
+"""The reader on hostile input: each test pins a case that once went wrong.
 
 1. the fast path read forged or duplicate ids keys differently from orjson;
 2. form feed / vertical tab counted as white space;
@@ -37,8 +37,17 @@ from pytest_tokaudit.model.records import SKIPPED, Record, Rejected
 from pytest_tokaudit.sources.parse import parse_line
 from pytest_tokaudit.model.summary import FileSummary
 from conftest import assert_no_crash, compress, failure_section, jsonl_bytes, rec, summary_rows
-from test_core import BAD_LINES
-from test_reader import CONTRACTS, Spy, _parsed, audit_both, physical_lines, run_audit
+from audits import (
+    CONTRACTS,
+    Spy,
+    _parsed,
+    audit_both,
+    audited_summary,
+    merged_by_controller,
+    physical_lines,
+    run_audit,
+)
+from corpus import BAD_LINES, FORGED, LFS, NEW_BAD_LINES
 
 FUZZ = settings(
     max_examples=300,
@@ -46,7 +55,6 @@ FUZZ = settings(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 DEFAULT = CONTRACTS["default"]
-LFS = b"version https://git-lfs.github.com/spec/v1"
 
 
 def messages(result: Any) -> list[str]:
@@ -63,21 +71,6 @@ def both(raw: bytes, contract: Contract = DEFAULT) -> Any:
 
 
 # -- 1. the fast path reads the object as orjson does -------------------------------------------
-
-FORGED = [
-    # a duplicate key: the last one wins, and it holds the sentinel spelled with escapes
-    rb'{"sample_id":1,"completion_tokens":2,"output_ids":[1,2],"output_ids":"\u0000tokaudit\u002dids"}',
-    # the first key bytes are a nested object's
-    rb'{"sample_id":2,"completion_tokens":2,"meta":{"output_ids":[1,2]},"output_ids":"\u0000tokaudit\u002dids"}',
-    # the first key bytes end another key; the real key is spelled with an escape
-    rb'{"sample_id":3,"completion_tokens":2,"a\"output_ids":[1,2],"output\u005fids":"\u0000tokaudit\u002dids"}',
-    rb'{"sample_id":4,"completion_tokens":2,"a\"output_ids":[1,2],"output_ids":"\u0000tokaudit\u002Dids"}',
-    # the one plain key is a duplicate of an escaped spelling before and after it
-    rb'{"sample_id":5,"completion_tokens":2,"\u006futput_ids":"x","output_ids":[1,2],"output_id\u0073":"\u0000\u0074okaudit-ids"}',
-    # the sentinel as the data spells it, for a key that is only nested
-    rb'{"sample_id":6,"completion_tokens":2,"meta":{"output_ids":[1,2]},"output\u005Fids":"\u0000tokaudit-ids"}',
-]
-
 
 @pytest.mark.parametrize("raw", FORGED, ids=range(1, len(FORGED) + 1))
 def test_forged_or_duplicate_ids_keys_get_the_plain_paths_verdict(raw):
@@ -405,7 +398,7 @@ LONG_LINE_SCRIPT = textwrap.dedent('''
     import dataclasses, json, re, resource, sys
     from pathlib import Path
     sys.path.insert(0, sys.argv[2])
-    from test_reader import CONTRACTS, Spy, run_audit
+    from audits import CONTRACTS, Spy, run_audit
     from pytest_tokaudit.model.contract import Contract
     contract = CONTRACTS["default"].replace(max_line_bytes=8 << 20)
     run_audit(Path(sys.argv[3]), contract, Spy())  # warm up: every import and cache
@@ -528,8 +521,6 @@ def test_parse_line_gives_back_what_it_could_read():
 
 
 def test_shards_add_up_the_spend_of_unusable_records(tmp_path):
-    from test_reader import audited_summary, merged_by_controller
-
     records = [{"sample_id": f"u{i}", "completion_tokens": i, "output_ids": None} for i in range(40)]
     path = tmp_path / "x.jsonl"
     data = jsonl_bytes(records + [rec("ok")])
@@ -566,20 +557,6 @@ def test_lfs_text_after_the_first_line_is_ordinary_data(tmp_path):
 
 
 # -- the whole bad-input corpus, fast path and plain path ---------------------------------------
-
-NEW_BAD_LINES = [
-    *FORGED,
-    b"\x0c" + json.dumps(rec("ff")).encode() + b"\x0b",
-    b"\x0b\x0c",
-    b'{"sample_id":"n1","completion_tokens":3,"output_ids":[1,2,3],"logprob":1e400}',
-    b'{"sample_id":18446744073709551616,"completion_tokens":2,"output_ids":[1,2]}',
-    b'{"sample_id":"n3","completion_tokens":18446744073709551616,"output_ids":[1,2]}',
-    b'{"sample_id":"n4","completion_tokens":2,"output_ids":[1,18446744073709551616]}',
-    b'{"sample_id":"n5","completion_tokens":"' + b"7" * 5000 + b'","output_ids":[1]}',
-    b'{"sample_id":"n6","completion_tokens":9,"output_ids":null}',
-    LFS,  # not the first line: invalid JSON
-]
-
 
 @pytest.mark.parametrize("which", ["default", "where", "structure", "no-id"])
 def test_bad_input_corpus_audits_the_same_on_both_paths(tmp_path, monkeypatch, which):
