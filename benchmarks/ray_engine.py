@@ -95,15 +95,37 @@ def timed(root: Path, *args: str, env: dict | None = None) -> float:
     return took
 
 
+def per_item(tiny: Path, one: Path, ray: dict, repeat: int, base: str | None) -> None:
+    """The per-item overhead, 64 one-record files against 1, interleaved, medians; with
+    `base`, the package found there (PYTHONPATH) is timed too, in the same rounds."""
+    codes = {"tree": {}} if base is None else {"tree": {}, "base": {"PYTHONPATH": base}}
+    runs: dict[tuple[str, str], list[float]] = {}
+    for _ in range(repeat):
+        for code, env in codes.items():
+            for label, root, args, extra in (("n0 1", one, ("-n", "0"), {}), ("n0 64", tiny, ("-n", "0"), {}),
+                                             ("ray 1", one, ("--tokaudit-engine=ray",), ray),
+                                             ("ray 64", tiny, ("--tokaudit-engine=ray",), ray)):
+                runs.setdefault((code, label), []).append(timed(root, *args, env={**extra, **env}))
+    for code in codes:
+        m = {label: statistics.median(v) for (c, label), v in runs.items() if c == code}
+        print(f"{code}: medians of {repeat}: " + ", ".join(f"{k} {v:.2f} s" for k, v in m.items()))
+        print(f"{code}: per-item overhead (64 vs 1 one-record files): -n 0 "
+              f"{(m['n0 64'] - m['n0 1']) / 63 * 1e3:.1f} ms, ray {(m['ray 64'] - m['ray 1']) / 63 * 1e3:.1f} ms per item")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--size", type=int, default=256, help="MB per file")
     parser.add_argument("--out", default="/tmp/tokaudit-ray-bench")
     parser.add_argument("--repeat", type=int, default=3, help="runs per row (median)")
+    parser.add_argument("--per-item", action="store_true",
+                        help="only the per-item overhead (64 one-record files against 1), no big files")
+    parser.add_argument("--base", help="with --per-item: also time the package at this PYTHONPATH "
+                        "(e.g. a `git archive REV pytest_tokaudit` extracted there), interleaved")
     args = parser.parse_args()
     out = Path(args.out)
     ini = CONTRACT_INI.format(**KIMI) + "tokaudit_shard_size = 33554432\n"
-    for shape, name in (("short", "short"), ("seed", "long")):
+    for shape, name in (("short", "short"), ("seed", "long")) if not args.per_item else ():
         root = out / name
         data = root / "data" / f"{name}.jsonl"
         if not data.exists():
@@ -124,6 +146,9 @@ def main() -> None:
     try:
         print(f"cluster start-up (ray start --head, 2 CPUs): {startup:.1f} s")
         timed(tiny, "--tokaudit-engine=ray", env=ray)  # the job's first connect and upload
+        if args.per_item:
+            per_item(tiny, one, ray, args.repeat, args.base)
+            return
         print("| file | MB | -n 0 | -n 2 | ray (2 CPUs) | ray vs -n 0 | ray vs -n 2 | summary bytes back per GB |")
         print("|---|---|---|---|---|---|---|---|")
         audit: dict[str, tuple[float, float, float]] = {}

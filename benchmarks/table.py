@@ -55,7 +55,7 @@ def render(results: dict) -> str:
         + (f"; compared with {compare['rev']} ({compare['sha'][:9]})" if compare else "") + ".",
         "",
     ]
-    header = ["case", "row", "wall s", "CPU s", "x ref", "x ref, CPU", "findings"]
+    header = ["case", "row", "wall s", "CPU s", "x ref", "x ref, CPU", "findings", "peak RSS MiB"]
     if compare:
         header += ["base wall s", "x base", "x base, CPU"]
     lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
@@ -71,10 +71,11 @@ def render(results: dict) -> str:
             label = ""
         name = r["name"] + (" (ref)" if r["is_ref"] else f" (vs {r['ref']})" if r["ref"] != _ref_of(rows, case) else "")
         if r["error"]:
-            cells = [label, name, f"failed: {r['error'][:80]}", "", "", "", ""]
+            cells = [label, name, f"failed: {r['error'][:80]}", "", "", "", "", ""]
         else:
             cells = [label, name, _num(r["wall_s"]), _num(r["cpu_s"]), _num(r["ratio"]) + "x" * (r["ratio"] is not None),
-                     _num(r["ratio_cpu"]) + "x" * (r["ratio_cpu"] is not None), r["findings"] or ""]
+                     _num(r["ratio_cpu"]) + "x" * (r["ratio_cpu"] is not None), r["findings"] or "",
+                     _num(r.get("rss_mib"), 0)]
         if compare:
             b = base.get((case, r["name"]))
             cells += [_num(b["wall_s"]) if b else "", _num(r.get("vs_base")) + "x" * ("vs_base" in r),

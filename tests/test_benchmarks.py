@@ -63,4 +63,24 @@ def test_no_benchmark_script_imports_a_private_name_of_the_package() -> None:
         for line in script.read_text().splitlines():
             words = line.split()
             if words[:1] in (["import"], ["from"]) and len(words) > 1 and words[1].startswith("pytest_tokaudit"):
-                assert words[1] == "pytest_tokaudit.api", f"{script.name}: {line.strip()}"
+                public = (words[1] == "pytest_tokaudit.api"
+                          or (words[:2] == ["from", "pytest_tokaudit"] and words[2:] == ["import", "api"]))
+                assert public, f"{script.name}: {line.strip()}"
+
+
+def test_the_cases_of_outputs_and_the_whole_bill_run_through_public_commands(tmp_path: Path) -> None:
+    # Collection over a many-frame .zst, merge of a report of packed ids, merge --html of
+    # many files, the request join: each a command line (no private import), each row run.
+    out = tmp_path / "results.json"
+    r = kit("benchmarks.run", "--size", "tiny", "--repeat", "1", "--dry", "--cases", "collect,merge,html,join",
+            "--data", str(tmp_path / "data"), "--json", str(out))
+    assert r.returncode == 0, r.stderr[-2000:]
+    results = json.loads(out.read_text())
+    rows = {(row["case"], row["name"]): row for row in results["rows"]}
+    assert {case for case, _ in rows} == {"collect", "merge", "html", "join"}
+    for row in rows.values():
+        assert row["error"] is None and row["n"] == 1 and row["rss_mib"] > 0, row
+    assert rows["collect", "collect-only, 10,000 empty frames after the data"]["ratio"] > 0
+    assert rows["merge", "merge, 50,000 ids packed"]["command"][-1] == "big.json"
+    assert rows["join", "pytest --tokaudit -n 0, joined to 10,000 requests"]["findings"] == "0"
+    assert "peak RSS MiB" in r.stdout

@@ -63,7 +63,7 @@ def test_a_report_of_millions_of_packed_ids_loads_without_unpacking_them(report:
                                                                          tmp_path: Path, mode: str):
     """5M ids in one run (a 2.5 KB file): the old loader expanded them (3.5 s, 1 GB). What
     is asserted is what makes it fast: the run stays one run, and memory stays bounded
-    (how fast: benchmarks/report_load.py)."""
+    (how fast: the kit's `merge` case, benchmarks/cases_outputs.py)."""
     path = write(tmp_path, "big.json", claiming(report, N))
     assert path.stat().st_size < 4000
     proc = subprocess.run([sys.executable, "-c", LOAD_SCRIPT, str(path), mode],

@@ -240,7 +240,7 @@ def test_ten_thousand_files_stay_small_and_draw_one_table_page(browser, tmp_path
     assert len(data["files"]) == 10_000 and len(data["focus"]) <= 12
     visit = Visit(browser, path, "body[data-ready='1']")
     try:
-        print(f"opened in {visit.seconds:.2f} s")  # how fast: benchmarks/html_pages.py
+        print(f"opened in {visit.seconds:.2f} s")  # how fast: the kit's `html` case
         assert visit.errors == [] and visit.requests == []
         assert visit.page.locator("#files-table tbody tr").count() == 50  # paged
         assert all(n > 0 for n in visit.marks())

@@ -28,6 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -280,12 +281,81 @@ def test_a_worker_killed_mid_task_gives_the_same_verdict_and_says_so(pytester: p
     assert_no_crash(ray)
     assert (flags / "killed").read_text().count("\n") == 1  # one worker died
     outcomes = ray.parseoutcomes()
-    assert outcomes.pop("warnings") == 1  # the retry, named
+    # The two small files shared the task the worker died in: each was audited again, and says so.
+    assert outcomes.pop("warnings") == 2
     assert outcomes == local.parseoutcomes() == {"failed": 1, "passed": 2}
     assert ray_report == local_report
     assert failure_section(ray, "data/a.jsonl") == failure_section(local, "data/a.jsonl")
-    ray.stdout.fnmatch_lines(["*tokaudit: data/?.jsonl was audited again after: "
-                              "WorkerCrashedError*"])
+    ray.stdout.fnmatch_lines(["*tokaudit: data/a.jsonl was audited again after: WorkerCrashedError*"])
+    ray.stdout.fnmatch_lines(["*tokaudit: data/b.jsonl was audited again after: WorkerCrashedError*"])
+
+
+TASK_CONFTEST = """
+import os
+
+def pytest_tokaudit_check_record(record):
+    if os.environ.get("TOKAUDIT_TEST_ON_RAY"):  # which Ray task audited the record
+        import ray
+        open(os.path.join(%r, "task-" + ray.get_runtime_context().get_task_id()), "w").close()
+    if record.id == "f3-1":
+        return "odd: f3-1"
+"""
+
+
+def test_small_files_share_a_ray_task_with_the_same_verdicts(pytester: pytest.Pytester, on_ray):
+    """A Ray task's round trip costs more than auditing a small file: small files go to
+    the cluster several to a task, each with its own summary, finding and verdict."""
+    pytester.makeini("[pytest]\ntokaudit_unique_ids = true\n")
+    marks = pytester.path / "marks"
+    marks.mkdir()
+    data = pytester.path / "data"
+    data.mkdir()
+    (data / "conftest.py").write_text(TASK_CONFTEST % str(marks))
+    for k in range(6):
+        (data / f"f{k}.jsonl").write_text("".join(
+            json.dumps(rec(f"f{k}-{i}", billed=10 + 30 * (k == 2 and i == 0))) + "\n" for i in range(3)))
+    (data / "f5.jsonl").write_text((data / "f5.jsonl").read_text() + json.dumps(rec("f0-0")) + "\n{bad\n")
+    local, local_report = run(pytester)
+    assert not list(marks.iterdir())
+    ray, ray_report = run(pytester, "--tokaudit-engine=ray")
+    assert_same(ray, ray_report, local, local_report)
+    assert len(list(marks.iterdir())) == 1  # one task audited the six files
+    assert ray.parseoutcomes() == {"failed": 4, "passed": 4}  # f2, f3, f5 and unique_ids
+    ray.stdout.fnmatch_lines(["FAILED data/f2.jsonl::tokaudit - *", "FAILED data/f3.jsonl::tokaudit - *",
+                              "FAILED data/f5.jsonl::tokaudit - *", "FAILED tox.ini::tokaudit::unique_ids - *"])
+
+
+def test_small_items_of_one_hook_set_are_grouped_in_run_order_and_big_ones_go_alone(tmp_path: Path):
+    from pytest_tokaudit.run.engines import Task
+    from pytest_tokaudit.run.engines.ray import GROUP_BYTES, GROUP_ITEMS, grouped
+    from pytest_tokaudit.sources.base import WHOLE, Part
+    from pytest_tokaudit.sources.remote import RemoteFile
+
+    def task(key: str, size: int | None, part: Part = WHOLE) -> Task:
+        if size is None:
+            source: Any = RemoteFile("s3://bucket/" + key)  # listed without a size
+        else:
+            source = tmp_path / key
+            source.write_bytes(b"x" * size)
+        return Task(key, source, key, None, part, None, None)  # type: ignore[arg-type]
+
+    small = GROUP_BYTES // 8
+    tasks = [task(f"s{i}", small) for i in range(6)] + [
+        task("big", GROUP_BYTES), task("t0", small), task("unknown", None), task("t1", small),
+        task("t2", small), task("other", small), task("t3", small),
+        task("shard", 0, Part((0, GROUP_BYTES * 2))),  # a byte range of a file: its length
+    ]
+    digests = {t.key: "h" for t in tasks} | {"other": "h2"}
+    assert grouped(tasks, digests, cpus=2) == [
+        ["s0", "s1", "s2", "s3", "s4", "s5"], ["big"], ["t0"], ["unknown"], ["t1", "t2"], ["other"],
+        ["t3"], ["shard"]]
+    # Never more than GROUP_BYTES (here) nor GROUP_ITEMS to a task.
+    many = [task(f"m{i}", 1) for i in range(GROUP_ITEMS + 1)] + [task(f"n{i}", small) for i in range(9)]
+    cut = grouped(many, dict.fromkeys((t.key for t in many), "h"), cpus=2)
+    assert [len(g) for g in cut] == [GROUP_ITEMS, 1 + 7, 2]
+    # A larger run spreads its bytes over twice the cluster's CPUs (at least GROUP_BYTES a task).
+    wide = [task(f"w{i}", GROUP_BYTES // 2) for i in range(32)]
+    assert [len(g) for g in grouped(wide, dict.fromkeys((t.key for t in wide), "h"), cpus=2)] == [8] * 4
 
 
 def test_a_task_that_keeps_failing_errors_its_item_and_the_run_is_red(pytester: pytest.Pytester, on_ray):
@@ -369,13 +439,17 @@ def test_without_ray_or_with_a_hook_that_cannot_travel_is_a_usage_error(pytester
 def background_run(pytester: pytest.Pytester, conftest: str, files: int, *args: str
                    ) -> tuple[subprocess.Popen, Path]:
     """A project of one-record files under a conftest.py, audited on Ray by a pytest process
-    of its own (started, not waited for), and the file its output goes to."""
+    of its own (started, not waited for), and the file its output goes to. Each file is
+    just over GROUP_BYTES (a padded record), so each is a task of its own: smaller files
+    would share one."""
+    from pytest_tokaudit.run.engines.ray import GROUP_BYTES
+
     pytester.makeini("[pytest]\n")
     data = pytester.path / "data"
     data.mkdir()
     (data / "conftest.py").write_text(conftest % str(pytester.path))
     for k in range(files):
-        (data / f"f{k}.jsonl").write_text(json.dumps(rec(f"f{k}")) + "\n")
+        (data / f"f{k}.jsonl").write_text(json.dumps(rec(f"f{k}", pad="x" * GROUP_BYTES)) + "\n")
     out = pytester.path.parent / f"{pytester.path.name}-out.txt"
     with open(out, "wb") as fh:
         run = subprocess.Popen(

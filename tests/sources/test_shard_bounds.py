@@ -115,7 +115,7 @@ def test_a_file_of_a_million_empty_frames_is_walked_briefly_and_not_split(tmp_pa
 
         walk = frames._zstd_bounds if kind == "zst" else frames._bgzf_bounds
         assert walk(read_at, size) is None
-    # Brief as a number of reads, not of seconds (how fast: benchmarks/frame_walk.py).
+    # Brief as a number of reads, not of seconds (how fast: the kit's `collect` case).
     assert reads <= 3 * (frames.MAX_FRAMES + size // frames.MIN_FRAME_BYTES), reads
     assert JSONL.parts(path, size, 1 << 20) is None  # one item, which reads it all
 

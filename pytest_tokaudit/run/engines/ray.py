@@ -49,19 +49,77 @@ def hint() -> str:
             "ray://host:10001), or unset it to start a local instance for the run")
 
 
+# Small items share a task: a Ray task's round trip (submit, schedule, return, the item
+# waiting for it in run order) costs milliseconds, more than auditing a small file. Items of
+# one hook set are taken in run order into a task until it holds GROUP_ITEMS items or the
+# run's share of bytes per task (a total spread over twice the cluster's CPUs), at least
+# GROUP_BYTES and at most GROUP_MAX_BYTES. A bigger item (a shard, a large file) or one of
+# unknown size (an object listed without one) is a task of its own, as before.
+GROUP_BYTES = 1 << 20
+GROUP_MAX_BYTES = 16 << 20
+GROUP_ITEMS = 256
+
+
+def size_of(task: Task) -> int | None:
+    """The bytes an item's audit reads at most: its byte range, else its file's size from
+    the range's start (a columnar part: the whole file); None if unknown."""
+    start, end = task.part.byte_range
+    if end is not None and task.part.groups is None:
+        return max(0, end - start)
+    if isinstance(task.source, Path):
+        try:
+            size: int | None = task.source.stat().st_size
+        except OSError:
+            return None
+    else:
+        size = getattr(task.source, "size", None)
+    if not isinstance(size, int):
+        return None
+    return size if task.part.groups is not None else max(0, size - start)
+
+
+def grouped(tasks: Sequence[Task], digests: dict[str, str], cpus: int) -> list[list[str]]:
+    """The tasks' keys cut into Ray tasks, in run order (see GROUP_BYTES)."""
+    sizes = {t.key: size_of(t) for t in tasks}
+    total = sum(s for s in sizes.values() if s is not None)
+    target = min(GROUP_MAX_BYTES, max(GROUP_BYTES, total // max(1, 2 * cpus)))
+    groups: list[list[str]] = []
+    held = 0  # bytes of the last group, while it may take more
+    open_digest: str | None = None
+    for task in tasks:
+        size = sizes[task.key]
+        if size is None or size >= target:
+            groups.append([task.key])
+            open_digest = None
+            continue
+        if (open_digest == digests[task.key] and len(groups[-1]) < GROUP_ITEMS
+                and held + size <= target):
+            groups[-1].append(task.key)
+            held += size
+        else:
+            groups.append([task.key])
+            held, open_digest = size, digests[task.key]
+    return groups
+
+
 class RayEngine:
-    """Submits the items' tasks in run order, at most `limit` in flight (twice the
-    cluster's CPUs), and hands each item its result when its runtest asks."""
+    """Submits the items' tasks in run order (small items several to a task), at most
+    `limit` tasks in flight (twice the cluster's CPUs), and hands each item its result when
+    its runtest asks."""
 
     def __init__(self, config: pytest.Config):
         self.config = config
         self.ray: Any = None
         self.remote: Any = None  # the remote function
-        self.tasks: dict[str, Task] = {}  # submitted or waiting, until their result is taken
+        self.tasks: dict[str, Task] = {}  # given, until their result is taken
         self.given: dict[str, Task] = {}  # every task, for an item that runs again
-        self.order: list[str] = []
-        self.next = 0
-        self.running: dict[str, Any] = {}  # key -> ObjectRef
+        self.groups: list[list[str]] = []  # the keys of each Ray task, in run order
+        self.group_of: dict[str, int] = {}
+        self.next = 0  # the next group to submit
+        self.running: dict[int, Any] = {}  # group -> ObjectRef
+        self.finished: set[int] = set()  # groups whose results (or error) are in
+        self.outs: dict[str, tuple[dict[str, Any], tuple[str, ...]]] = {}  # key -> (out, lost)
+        self.failed: dict[int, str] = {}  # group -> why none of its items was audited
         self.hooks: dict[str, tuple[str, Any]] = {}  # key -> (digest, the hooks' ObjectRef)
         self.limit = 2
         self.address = ""  # RAY_ADDRESS, if the cluster is not one started for the run
@@ -81,8 +139,16 @@ class RayEngine:
                 blobs[digest] = ray.put(blob)
             self.hooks[task.key] = (digest, blobs[digest])
             self.tasks[task.key] = self.given[task.key] = task
-            self.order.append(task.key)
+        for keys in grouped(tasks, {k: d for k, (d, _) in self.hooks.items()}, self.limit // 2):
+            self.add_group(keys)
         self.fill()
+
+    def add_group(self, keys: list[str]) -> int:
+        self.groups.append(keys)
+        g = len(self.groups) - 1
+        for key in keys:
+            self.group_of[key] = g
+        return g
 
     def connect(self) -> None:
         try:
@@ -113,61 +179,85 @@ class RayEngine:
                                     + hint()) from None
         self.ray = ray
         self.limit = max(2, 2 * int(ray.cluster_resources().get("CPU", 1)))
-        self.remote = ray.remote(audit_task)
+        self.remote = ray.remote(audit_tasks)
 
-    def submit(self, key: str) -> None:
-        task = self.tasks[key]
-        digest, hooks = self.hooks[key]
+    def submit(self, g: int) -> None:
+        keys = self.groups[g]
+        first = self.tasks[keys[0]]
+        digest, hooks = self.hooks[keys[0]]
+        more = f" (+{len(keys) - 1} more)" if len(keys) > 1 else ""
         # The display path: a URL's credentials never reach the task's name.
-        self.running[key] = self.remote.options(
-            name=f"tokaudit {task.display}"[:200], max_retries=0,
-        ).remote(digest, hooks, task.source, task.contract, task.part, task.summary,
-                 task.failures)
+        self.running[g] = self.remote.options(
+            name=f"tokaudit {first.display}"[:190] + more, max_retries=0,
+        ).remote(digest, hooks, [(t.source, t.contract, t.part, t.summary, t.failures)
+                                 for t in (self.tasks[k] for k in keys)])
 
     def fill(self) -> None:
-        while len(self.running) < self.limit and self.next < len(self.order):
-            key = self.order[self.next]
+        while len(self.running) < self.limit and self.next < len(self.groups):
+            g = self.next
             self.next += 1
-            if key in self.tasks and key not in self.running:
-                self.submit(key)
+            if g not in self.running and g not in self.finished:
+                self.submit(g)
 
     def result(self, key: str) -> Result | None:
-        """The item's result (waiting for it), None if it was not given to this engine. An
-        item run again (pytest-rerunfailures, a second --count) is given again: its audit
-        runs where the first one did, with the same hooks and credentials."""
+        """The item's result (waiting for its task), None if it was not given to this
+        engine. An item run again (pytest-rerunfailures, a second --count) is given again,
+        as a task of its own: its audit runs where the first one did, with the same hooks
+        and credentials."""
         if key not in self.tasks:
             if key not in self.given:
                 return None
             self.tasks[key] = self.given[key]
+            self.add_group([key])
         if self.gone:  # the cluster stopped answering: no item waits for it again
             del self.tasks[key]
             raise EngineError(self.gone)
-        ray = self.ray
+        try:
+            if key not in self.outs:
+                g = self.group_of[key]
+                if g in self.failed:
+                    raise EngineError(self.failed[g])
+                self.wait(g)
+            out, lost = self.outs.pop(key)
+        finally:
+            del self.tasks[key]
+            self.fill()
+        return Result(FileSummary.from_json(out["summary"]), out.get("hook_error"),
+                      out.get("error"), lost, out.get("failures"), out.get("modules"))
+
+    def wait(self, g: int) -> None:
+        """The results of group g's items into self.outs, submitting it again while its
+        worker or node dies (at most RETRIES times); EngineError, for every item of it, if
+        it cannot be done."""
         from ray import exceptions
 
         lost: list[str] = []
-        try:
-            while True:
-                if key not in self.running:  # an item run out of order
-                    self.submit(key)
-                try:
-                    out = self.get(self.running.pop(key))
-                    break
-                except exceptions.RayTaskError as exc:  # not the pass's error: the task's
-                    raise EngineError(f"the task failed on the cluster: {first_line(exc)}") from None
-                except exceptions.TaskCancelledError:
-                    raise EngineError("the task was cancelled") from None
-                except exceptions.RayError as exc:  # a worker or node died, an object lost
-                    lost.append(first_line(exc))
-                    if len(lost) > RETRIES:
-                        raise EngineError(f"the task was lost {len(lost)} times (retried "
-                                          f"{RETRIES} times); last: {lost[-1]}") from None
-        finally:
-            if key not in self.running:
-                del self.tasks[key]
-            self.fill()
-        return Result(FileSummary.from_json(out["summary"]), out.get("hook_error"),
-                      out.get("error"), tuple(lost), out.get("failures"), out.get("modules"))
+        while True:
+            if g not in self.running:  # an item run out of order, or a task lost
+                self.submit(g)
+            try:
+                outs = self.get(self.running[g])
+                del self.running[g]
+                break
+            except exceptions.RayTaskError as exc:  # not the pass's error: the task's
+                self.fail(g, f"the task failed on the cluster: {first_line(exc)}")
+            except exceptions.TaskCancelledError:
+                self.fail(g, "the task was cancelled")
+            except exceptions.RayError as exc:  # a worker or node died, an object lost
+                del self.running[g]
+                lost.append(first_line(exc))
+                if len(lost) > RETRIES:
+                    self.fail(g, f"the task was lost {len(lost)} times (retried {RETRIES} "
+                                 f"times); last: {lost[-1]}")
+        self.finished.add(g)
+        for key, out in zip(self.groups[g], outs):
+            self.outs[key] = (out, tuple(lost))
+
+    def fail(self, g: int, why: str) -> None:
+        self.running.pop(g, None)
+        self.finished.add(g)
+        self.failed[g] = why
+        raise EngineError(why) from None
 
     def get(self, ref: Any) -> Any:
         """ray.get, asking every WATCH seconds whether the cluster still answers: a head that
@@ -372,6 +462,13 @@ def audit_task(digest: str, blob: bytes, source: Any, contract: Contract, part: 
     out["summary"] = summary.to_json()
     out["modules"] = worker_modules()
     return out
+
+
+def audit_tasks(digest: str, blob: bytes, jobs: list[tuple[Any, Contract, Part, FileSummary, bool]]
+                ) -> list[dict[str, Any]]:
+    """Runs on a Ray worker: the items of one task, one after the other, each as
+    audit_task (its own summary, error and modules)."""
+    return [audit_task(digest, blob, *job) for job in jobs]
 
 
 ENGINE = RayEngine  # what plugin.configure_engine makes
