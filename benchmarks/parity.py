@@ -7,9 +7,12 @@ and text-template paths. For refactors that must not change a verdict (issue #21
     python -m benchmarks.parity /tmp/old .     # exit 0: every case the same
 
 The data are the kit's generated files at size `small` ($TOKAUDIT_BENCH_PARITY_SIZE), written
-into its cache on first use (benchmarks/generate.py).
+into its cache on first use (benchmarks/generate.py), and the suite's bad-input corpus
+(tests/corpus.py: BAD_LINES, NEW_BAD_LINES) with records
+each built-in finding fails, repeated past a chunk: in process, under `-n 2`, and on Ray
+(`--tokaudit-engine=ray`, a local cluster; TOKAUDIT_PARITY_RAY=0 leaves it out).
 """
-import json, os, subprocess, sys, tempfile, shutil, re
+import gzip, json, os, subprocess, sys, tempfile, shutil, re
 from pathlib import Path
 PY = sys.executable
 OLD, NEW = (str(Path(p).resolve()) for p in sys.argv[1:3])
@@ -24,19 +27,42 @@ QWEN_DIR = subprocess.run([PY, "-c", "import sys; sys.path.insert(0,'" + str(HER
 KIMI = "[pytest]\ntokaudit_where = provider\ntokaudit_count_abs = 8\ntokaudit_count_rel = 2%\ntokaudit_count_mean_rel = 0.5%\ntokaudit_require_once = 163607\ntokaudit_require_last = 163586\ntokaudit_forbid = 163606\ntokaudit_unique_ids = true\ntokaudit_budget = 100000000\n"
 QW = "[pytest]\ntokaudit_tokenizer = {tok}\ntokaudit_count_abs = 8\ntokaudit_count_rel = 2%\ntokaudit_require_once = </think>\ntokaudit_require_last = <|im_end|>\ntokaudit_forbid = <think>\ntokaudit_roundtrip_rel = 5%\n"
 RAW = "[pytest]\ntokaudit_tokenizer = {tok}\ntokaudit_id_field = id\ntokaudit_count_field = usage.completion_tokens\ntokaudit_text_template = {{choices.0.message.reasoning?}}</think>{{choices.0.message.content}}<|im_end|>\ntokaudit_finish_reason = stop\ntokaudit_count_abs = 8\ntokaudit_count_rel = 2%\ntokaudit_require_once = </think>\ntokaudit_require_last = <|im_end|>\ntokaudit_group_by = provider\n"
-CASES = [("seed.jsonl", KIMI, {}), ("seed.jsonl", KIMI, {"TOKAUDIT_COLUMNAR": "1"}),
+STRUCT = "[pytest]\ntokaudit_count_abs = 2\ntokaudit_count_rel = 10%\ntokaudit_require_once = 3\ntokaudit_require_last = 7 8\ntokaudit_forbid = 0\ntokaudit_unique_ids = true\ntokaudit_max_shown = 1000\ntokaudit_shard_size = 1048576\n"
+PLAIN = "[pytest]\ntokaudit_unique_ids = true\ntokaudit_max_shown = 1000\n"
+
+
+def corpus_bytes():
+    """The bad-input corpus, and records each built-in finding fails, between clean ones."""
+    sys.path.insert(0, str(HERE.parent / "tests"))
+    from conftest import jsonl_bytes, rec
+    from corpus import BAD_LINES, NEW_BAD_LINES
+    findings = [rec("c1", 10, once=[3], last=7), rec("over", 10, billed=30, once=[3], last=7),
+                rec("twice", 10, once=[3, 3], last=7), rec("last", 10, once=[3], last=9),
+                rec("forbid", 10, once=[3, 0], last=7), rec("c2", 12, billed=11, once=[3], last=8),
+                {"sample_id": "nested", "completion_tokens": 3, "output_ids": [3, [1], 7]}]
+    return jsonl_bytes((BAD_LINES + NEW_BAD_LINES + findings) * 400)  # ~3 MB: shards, chunks
+
+
+CORPUS = ("corpus.jsonl", "corpus.jsonl.gz")
+CASES = [("corpus.jsonl", STRUCT, {"TOKAUDIT_COLUMNAR": "1"}), ("corpus.jsonl", STRUCT, {}),
+         ("corpus.jsonl", PLAIN, {"TOKAUDIT_COLUMNAR": "1"}),
+         ("corpus.jsonl.gz", STRUCT, {"TOKAUDIT_COLUMNAR": "1"}),
+         ("seed.jsonl", KIMI, {}), ("seed.jsonl", KIMI, {"TOKAUDIT_COLUMNAR": "1"}),
          ("short-seed.jsonl", KIMI, {"TOKAUDIT_COLUMNAR": "1"}), ("seed.parquet", KIMI, {}),
          ("seed.jsonl", KIMI + "tokaudit_shard_size = 4000000\n", {}),
          ("roundtrip.jsonl", QW, {}), ("raw.jsonl", RAW, {})]
 def run(code, data, ini, env_extra, nflag):
     d = Path(tempfile.mkdtemp(prefix="par-"))
-    (d / "data").mkdir(); os.symlink(ensure(KINDS[data], SIZE), d / "data" / data)
+    (d / "data").mkdir()
+    if data in CORPUS:
+        raw = corpus_bytes()
+        (d / "data" / data).write_bytes(gzip.compress(raw, mtime=0) if data.endswith(".gz") else raw)
+    else:
+        os.symlink(ensure(KINDS[data], SIZE), d / "data" / data)
     (d / "pytest.ini").write_text(ini.format(tok=QWEN_DIR))
     env = {**os.environ, "PYTHONPATH": code, **env_extra}
     r = subprocess.run([PY, "-m", "pytest", "--tokaudit", "-p", "no:randomly", "-p", "no:cacheprovider", "--tokaudit-no-cache",
-                        "--tokaudit-json", "r.json", "-rA", "-q", nflag, "0" if nflag == "-n" else "", "data"] if nflag else
-                       [PY, "-m", "pytest", "--tokaudit", "-p", "no:randomly", "-p", "no:cacheprovider", "--tokaudit-no-cache",
-                        "--tokaudit-json", "r.json", "-rA", "-q", "-p", "no:xdist", "data"], cwd=d, env=env, capture_output=True, text=True)
+                        "--tokaudit-json", "r.json", "-rA", "-q", *MODES[nflag], "data"], cwd=d, env=env, capture_output=True, text=True)
     rep = json.loads((d / "r.json").read_text()) if (d / "r.json").exists() else None
     lines = sorted(l for l in r.stdout.splitlines() if l.startswith(("FAILED", "PASSED", "SKIPPED", "ERROR")))
     shutil.rmtree(d)
@@ -44,13 +70,17 @@ def run(code, data, ini, env_extra, nflag):
         for k in ("tool_version", "version", "cache", "created"): rep.pop(k, None)
         rep.get("contract", {}).pop("tokaudit_glob", None)  # the new default adds *.arrow *.feather
     return r.returncode, lines, rep
+MODES = {"in process": ("-p", "no:xdist"), "-n 2": ("-n", "2"), "ray": ("--tokaudit-engine=ray",)}
+RAY = os.environ.get("TOKAUDIT_PARITY_RAY", "1") != "0"
 ok = True
 for data, ini, env in CASES:
-    for nflag in ("", "-n"):
+    for nflag in MODES:
+        if nflag == "ray" and (not RAY or data not in CORPUS):
+            continue
         a = run(OLD, data, ini, env, nflag); b = run(NEW, data, ini, env, nflag)
         same = a == b
         ok &= same
-        print(f"{'SAME' if same else 'DIFF'} {data} {env or ''} {nflag or '-p no:xdist'} exit={a[0]}/{b[0]} items={len(a[1])} ")
+        print(f"{'SAME' if same else 'DIFF'} {data} {env or ''} {nflag} exit={a[0]}/{b[0]} items={len(a[1])} findings={(a[2] or {}).get('totals', {}).get('findings', '?')}", flush=True)
         if not same:
             if a[1] != b[1]: print("  lines differ:", set(a[1]) ^ set(b[1]))
             if a[2] != b[2]:

@@ -305,7 +305,8 @@ def per_line(monkeypatch):
     return seen
 
 
-def test_clean_records_never_reach_the_per_line_path(tmp_path, tiny_chunks, per_line):
+def test_parsed_records_never_reach_the_per_line_path(tmp_path, tiny_chunks, per_line):
+    """Count and structure findings come from the columns, not from a second parse."""
     contract = default_contract(max_shown=100, unique_ids=True, require_once=("3",), forbid=("0",),
                                 require_last=("7",))
     lines = [rec(f"r{i}", 10, once=[3], last=7) for i in range(40)]
@@ -314,7 +315,7 @@ def test_clean_records_never_reach_the_per_line_path(tmp_path, tiny_chunks, per_
     path = tmp_path / "x.jsonl"
     path.write_bytes(jsonl_bytes(lines))
     summary, text = audited(path, contract, "1")
-    assert per_line.lines == [13, 31]
+    assert per_line.lines == []
     assert summary == audited(path, contract, "0")[0]
     assert "x.jsonl:13: " in text and "x.jsonl:31: " in text
     assert json.loads(summary)["channels"]["ids"][0][1] == [f"r{i}" for i in range(40)]

@@ -16,6 +16,7 @@ from ..base.text import plural, printable
 from ..model.contract import Contract, money
 from ..model.idindex import IdIndex, ranges, read_manifest
 from ..model.outcome import Outcome
+from ..model.records import columns_of
 from ..model.summary import BUDGET, IDS, FileSummary, writable
 from ..sources.remote import manifest_path
 
@@ -130,7 +131,8 @@ class BudgetCheck:
         if not values:
             values.append([0, 0, 0])
         entry = values[-1]
-        entry[0] += sum(r.count for r in records)
+        cols = columns_of(records)  # a columnar batch: one sum, no step per record
+        entry[0] += sum(r.count for r in records) if cols is None else sum(cols.billed)
         for u in unusable:
             if u.billed is not None:  # spend is spend, checkable or not
                 entry[1] += u.billed
@@ -181,6 +183,11 @@ class IdsChannel:
         if not values:
             values.append([summary.shard, [], []])
         _, ids, lines = values[-1]
+        cols = columns_of(records)
+        if cols is not None and not unusable and None not in cols.id:
+            ids += cols.id  # a columnar batch: extended, no step per record
+            lines += cols.line
+            return None
         seen = [(r.line, r.id) for r in records if r.id is not None]
         if unusable:  # in line order, as the records came
             seen = sorted(seen + [(u.line, u.id) for u in unusable if u.id is not None])

@@ -23,17 +23,18 @@ from __future__ import annotations
 import bisect
 import os
 from pathlib import Path
-from typing import Any, Iterator, NamedTuple
+from typing import Any, Iterator, NamedTuple, Sequence
 
 from ..base.findings import Finding, as_findings
 from ..model.contract import Contract
+from ..model.records import Columns
 from ..model.figures import SAMPLE, TAIL, Figures, diff_bins, length_bins, priorities
 from ..model.rules import count_tolerance, signed_difference
 from ..model.summary import FileSummary, SummaryView
 from ..sources.base import LfsPointer, ReadError
 from ..sources.jsonl import JSON_WS, _chunks, line_range
 from .observers import NONE, Observers
-from .plain import PlainPass, read_error_text
+from .plain import RECORD, PlainPass, answer, read_error_text
 
 ENV = "TOKAUDIT_COLUMNAR"
 
@@ -148,7 +149,9 @@ def pieces(path: Any, start: int = 0, end: int | None = None, limit: int = 64 <<
                 return
         cut = buf.rfind(b"\n") + 1
         if cut:
-            yield bytes(buf[:cut])
+            with memoryview(buf) as view:  # one copy, not a bytearray slice and its bytes
+                piece = bytes(view[:cut])
+            yield piece
             del buf[:cut]
             base += cut
         if len(buf) > limit:  # one line over the limit: count its bytes, keep none
@@ -227,12 +230,87 @@ class _Columns:
         self.id_name = contract.id_field[0] if contract.id_field else None
         self.where_name = contract.where[0] if contract.where else None
         self.tokens = tuple(dict.fromkeys(contract.require_once_ids + contract.forbid_ids))
+        self.spare: Any = None  # a second parser, for the rare line looked at again
 
     def chunk(self, data: bytes, line0: int) -> int:
-        """Audit a run of whole lines numbered from line0 + 1; the number of the last."""
-        lines = data.split(b"\n")
-        if data.endswith(b"\n"):
-            lines.pop()
+        """Audit a run of whole lines numbered from line0 + 1; the number of the last.
+
+        The lines that look like one JSON object each (`{...}`, within the limit) are
+        joined into one JSON array and parsed by simdjson in one call; the lines are found
+        and tested with numpy over the chunk's bytes, never cut into bytes objects. Where
+        simdjson refuses the array (a line of invalid JSON or UTF-8, nesting too deep),
+        each line of the chunk is parsed on its own (`by_line`) to find which.
+        """
+        np = self.np
+        u = np.frombuffer(data, dtype=np.uint8)
+        ends = np.flatnonzero(u == 10)
+        if not data.endswith(b"\n"):
+            ends = np.append(ends, len(data))
+        n = len(ends)
+        starts = np.empty(n, dtype=np.int64)
+        starts[:1] = 0
+        starts[1:] = ends[:-1] + 1
+        last = len(data) - 1
+        lengths = ends - starts
+        good = ((lengths > 0) & (lengths <= self.limit)
+                & (u[np.minimum(starts, last)] == 123) & (u[ends - 1] == 125))  # { and }
+        good_rows = np.flatnonzero(good)
+        cut = _Cut(data, starts, ends)
+        if not len(good_rows):
+            return self.fold(cut, n, line0, list(range(n)), [], [], [], [], [], 0)
+        # One JSON array of the good lines with a sentinel between each two: a line that
+        # is no JSON value alone but joins its neighbour into one (or splits into two)
+        # cannot keep every record between its sentinels, so misalignment is seen.
+        sep = b",%d,\n" % SENTINEL
+        if len(good_rows) == n:
+            body = b"[" + data[:int(ends[-1])].replace(b"\n", sep) + b"]"
+        else:  # the runs of consecutive good lines, each one slice of the chunk
+            breaks = np.flatnonzero(np.diff(good_rows) != 1)
+            firsts = good_rows[np.concatenate(([0], breaks + 1))].tolist()
+            lasts = good_rows[np.concatenate((breaks, [len(good_rows) - 1]))].tolist()
+            body = b"[" + b"\n".join(
+                [data[starts[a]:ends[b]] for a, b in zip(firsts, lasts)]).replace(b"\n", sep) + b"]"
+        # The "[" of the good lines, and the array's own (numpy: bytes.count is slower).
+        brackets = int(np.count_nonzero(u == 91)) + 1
+        if len(good_rows) < n:
+            brackets -= sum(cut.line(row).count(b"[") for row in np.flatnonzero(~good).tolist())
+        rows = good_rows.tolist()
+        docs: Any = None
+        try:
+            docs = self.parser.parse(body)
+        except Exception:  # noqa: BLE001 - some line simdjson refuses: find it line by line
+            pass
+        if docs is not None:
+            try:
+                if len(docs) == 2 * len(rows) - 1:
+                    return self.columns(cut, n, line0, rows, brackets, _framed(docs, rows), [])
+            except _Misaligned:
+                pass
+            finally:
+                docs = None  # the parser is reused: no view of its document may live on
+        return self.by_line(cut, n, line0, rows, brackets)
+
+    def by_line(self, cut: _Cut, n: int, line0: int, good_rows: list[int],
+                brackets: int) -> int:
+        """chunk()'s work where the joined array did not parse: each good line on its own."""
+        parse = self.parser.parse
+        failed: list[int] = []
+
+        def each() -> Iterator[tuple[int, Any]]:
+            for row in good_rows:
+                try:
+                    doc = parse(cut.line(row))
+                except Exception:  # noqa: BLE001 - invalid JSON or UTF-8, too deep...: per line
+                    failed.append(row)
+                    continue
+                yield row, doc
+                doc = None
+
+        return self.columns(cut, n, line0, good_rows, brackets, each(), failed)
+
+    def columns(self, cut: _Cut, n: int, line0: int, good_rows: list[int], brackets: int,
+                pairs: Iterator[tuple[int, Any]], failed: list[int]) -> int:
+        """Read the contract's fields of each parsed record into columns (ids as int64)."""
         odd: list[int] = []  # rows for the per-line path
         rows: list[int] = []  # rows parsed into the columns below
         bufs: list[Any] = []
@@ -240,27 +318,20 @@ class _Columns:
         record_ids: list[Any] = []
         n_ids: list[int] = []
         skipped = 0
-        parse: Any = self.parser.parse
+        arrays = 0  # records whose ids are an array: each holds a "[" at least
         array_type = self.array_type
         ids_name, count_name, id_name, where_name = (
             self.ids_name, self.count_name, self.id_name, self.where_name)
-        limit = self.limit
-        for row, line in enumerate(lines):
-            if line[:1] != b"{" or line[-1:] != b"}" or len(line) > limit:
-                odd.append(row)
-                continue
-            doc: Any
+        doc: Any = None
+        ids: Any = None
+        for row, doc in pairs:
             try:
-                doc = parse(line)
-            except Exception:  # noqa: BLE001 - invalid JSON or UTF-8, too deep...: the per-line path words it
-                odd.append(row)
-                continue
-            ids: Any = None
-            try:
-                keys = list(doc.keys())
-                if len(keys) != len(set(keys)):  # simdjson reads the first, orjson the last
+                if len(doc) != len(set(doc.keys())):  # simdjson reads the first, orjson the last
                     odd.append(row)
                     continue
+                ids = doc.get(ids_name)
+                is_array = type(ids) is array_type
+                arrays += is_array  # skipped or not: its "[" is accounted for
                 if where_name is not None:
                     flag = doc.get(where_name)
                     if type(flag) not in _SCALARS:  # a list or object: the per-line path decides
@@ -269,14 +340,13 @@ class _Columns:
                     if not flag:
                         skipped += 1
                         continue
+                if not is_array:
+                    odd.append(row)
+                    continue
                 count = doc.get(count_name)
                 rid = doc.get(id_name) if id_name is not None else None
-                ids = doc.get(ids_name)
                 if (type(count) is not int or not 0 <= count < EXACT
-                        or id_name is not None and type(rid) is not str and type(rid) is not int
-                        or type(ids) is not array_type
-                        # as_buffer flattens nested lists, which the per-line path refuses
-                        or line.count(b"[") > 1 and b"[" in ids.mini[1:]):
+                        or id_name is not None and type(rid) is not str and type(rid) is not int):
                     odd.append(row)
                     continue
                 buf = ids.as_buffer(of_type="i")  # raises for a float, null, bool, past int64...
@@ -291,54 +361,118 @@ class _Columns:
             counts.append(count)
             record_ids.append(rid)
             n_ids.append(size)
-        return self.fold(lines, line0, odd, rows, bufs, counts, record_ids, n_ids, skipped)
+        if brackets - 1 > arrays and rows:
+            # More "[" than ids arrays: a line may nest a list among its ids, which
+            # as_buffer flattens and the per-line path refuses. Those lines are looked at.
+            nested = self.nested(cut, n, rows)
+            if nested:
+                keep = [i for i, row in enumerate(rows) if row not in nested]
+                rows, bufs, counts, record_ids, n_ids = (
+                    [col[i] for i in keep] for col in (rows, bufs, counts, record_ids, n_ids))
+                odd = sorted(odd + list(nested))
+        if len(good_rows) < n or failed:
+            taken = set(good_rows)
+            odd = sorted([r for r in range(n) if r not in taken] + odd + failed)
+        return self.fold(cut, n, line0, odd, rows, bufs, counts, record_ids, n_ids, skipped)
 
-    def batch_hooks(self, records: list[_Row]) -> None:
+    def nested(self, cut: _Cut, n: int, rows: list[int]) -> set[int]:
+        """The rows whose ids nest a list, of those holding more than one "["."""
+        np = self.np
+        u = np.frombuffer(cut.data, dtype=np.uint8)
+        per_line = np.bincount(np.searchsorted(cut.ends, np.flatnonzero(u == 91)), minlength=n)
+        if self.spare is None:  # the main parser's document is still alive
+            import simdjson
+
+            self.spare = simdjson.Parser()
+        out = set()
+        for row in rows:
+            if per_line[row] > 1:
+                doc: Any = self.spare.parse(cut.line(row))
+                if b"[" in doc.get(self.ids_name).mini[1:]:
+                    out.add(row)
+                doc = None
+        return out
+
+    def run(self, records: _Rows) -> None:
+        """A run of parsed records: the per-record hooks on those the columns failed (the
+        clean ones are folded already), then the batch hooks on all, as plain.py does."""
         found: list[Finding] = []
-        for result in self.hook.pytest_tokaudit_check_batch(
-            records=records, contract=self.contract, summary=SummaryView(self.summary),
-            unusable=[],
+        hook, contract, summary = self.hook, self.contract, self.summary
+        for record in records.failed():
+            summary.add_counts(record.line, record.id, record.count, record.n_ids)
+            for result in hook.pytest_tokaudit_check_record(record=record, contract=contract):
+                for f in answer(result, RECORD, hook):
+                    if f.line is None:
+                        f = Finding(f.check, f.message, record.line, record.id, f.allowable)
+                    found.append(f)
+        for result in hook.pytest_tokaudit_check_batch(
+            records=records, contract=contract, summary=SummaryView(summary), unusable=[],
         ):
             found.extend(as_findings(result))
-        if found:  # none of this package's batch hooks finds anything here; never drop one
+        if found:
             found.sort(key=lambda f: f.line or 0)
-            self.summary.add_record_findings(found)
+            summary.add_record_findings(found)
 
-    def fold(self, lines: list[bytes], line0: int, odd: list[int], rows: list[int],
+    def fold(self, cut: _Cut, n: int, line0: int, odd: list[int], rows: list[int],
              bufs: list[Any], counts: list[int], record_ids: list[Any], n_ids: list[int],
              skipped: int) -> int:
         """Check the parsed rows column-wise; fold those that pass, hand on the rest."""
         np, contract, how, summary = self.np, self.contract, self.how, self.summary
-        n = len(lines)
         if rows:
             lens = np.array(n_ids, dtype=np.int64)
             billed = np.array(counts, dtype=np.int64)
             flat = np.frombuffer(b"".join(bufs), dtype=np.int64)
             ends = np.cumsum(lens)
 
+            # One pass over the ids: the candidates are the ids at or above the least token
+            # checked, and the negative ones (above every token as unsigned); the rest of
+            # the work is on those few. Where they are many (a token id as small as the
+            # common ones), each token gets its own pass.
+            tokens = (contract.require_once_ids + contract.forbid_ids) if how.structure_check else ()
+            floor = min(tokens, default=I64_MAX)
+            cand = np.flatnonzero(flat.view(np.uint64) >= floor)
+            if len(cand) * 8 > len(flat):
+                cand = None
+                vals = row_of = flat
+            else:
+                vals, row_of = flat[cand], np.searchsorted(ends, cand, side="right")
+
             def per_row(mask: Any) -> Any:
-                """How many elements of each row the mask over `flat` marks (few do)."""
+                """How many elements of each row the mask over the candidates marks."""
                 at = np.flatnonzero(mask)
+                if cand is not None:
+                    return np.bincount(row_of[at], minlength=len(lens))
                 return np.bincount(np.searchsorted(ends, at, side="right"), minlength=len(lens))
 
-            ok = per_row(flat < 0) == 0 if len(flat) and flat.min() < 0 else np.ones(len(lens), bool)
+            negative = vals < 0
+            ok = per_row(negative) == 0 if negative.any() else np.ones(len(lens), bool)
+            readable = ok.copy()  # a negative id is a schema finding: the per-line path
             diff = np.abs(signed_difference(billed, lens))
             if how.count_check:  # model.rules' count rule, element-wise
                 ok &= diff <= count_tolerance(contract, billed.astype(np.float64), np.maximum)
             if how.structure_check:
                 for token in contract.require_once_ids:
-                    ok &= per_row(flat == token) == 1
+                    ok &= per_row(vals == token) == 1
                 for token in contract.forbid_ids:
-                    ok &= per_row(flat == token) == 0
+                    ok &= per_row(vals == token) == 0
                 if contract.require_last_ids:
                     last = flat[np.maximum(ends - 1, 0)] if len(flat) else np.zeros(len(lens), np.int64)
                     last = np.where(lens > 0, last, -1)  # -1: no tokens, never a token id
                     ok &= np.isin(last, np.array(contract.require_last_ids, dtype=np.int64))
             good = np.flatnonzero(ok)
-            failed = np.flatnonzero(~ok)
-            if len(failed):  # a record with a finding: the per-line path words it
+            if self.plain.sink is None:
+                # A record the count or structure rule fails is a record all the same:
+                # its findings come from the checks' own hooks, called on it as a light
+                # record over its slice of the ids (in `run`), not from a second parse.
+                unread = np.flatnonzero(~readable)
+                failed = np.flatnonzero(readable & ~ok)
+            else:  # --tokaudit-failures: the per-line path words and writes each one
+                unread = np.flatnonzero(~ok)
+                failed = unread[:0]
+            if len(unread):
                 order = np.array(rows, dtype=np.int64)
-                odd = sorted(odd + order[failed].tolist())
+                odd = sorted(odd + order[unread].tolist())
+            starts = ends - lens
             n_clean = len(good)
             if n_clean:
                 summary.checked += n_clean
@@ -356,34 +490,123 @@ class _Columns:
                                      n_ids[k])
                 fold_figures(np, summary.figures, good, np.array(rows, dtype=np.int64) + line0 + 1,
                              billed, lens, diff, record_ids)
-            good_rows = good.tolist()
+            bad = {k: (flat, int(starts[k]), int(ends[k])) for k in failed.tolist()}
+            good_rows = sorted(good.tolist() + list(bad)) if bad else good.tolist()
         else:
             good_rows = []
             n_clean = 0
+            bad = {}
         summary.records += n - len(odd)  # PlainPass counts its own
         summary.skipped += skipped
-        summary.audited += n_clean
-        # The batch hooks (the ids and budget channels) get the clean rows as light records,
-        # in line order with the per-line path's batches: each run of clean rows between
-        # two odd rows goes after the per-line path has flushed the lines before it.
+        summary.audited += len(good_rows)
+        # The batch hooks (the ids and budget channels) get the parsed rows as light
+        # records, in line order with the per-line path's batches: each run of parsed rows
+        # between two odd rows goes after the per-line path has flushed the lines before it.
         clean_rows = [rows[k] for k in good_rows]
+        line_col = [line0 + r + 1 for r in clean_rows]
+        id_col = record_ids if len(good_rows) == len(rows) else [record_ids[k] for k in good_rows]
+        count_col = counts if len(good_rows) == len(rows) else [counts[k] for k in good_rows]
         take, limit = self.plain.take, self.limit
         at = 0
         for row in [*odd, n]:
             stop = bisect.bisect_left(clean_rows, row, at)
             if stop > at:
                 self.plain.flush()
-                self.batch_hooks([_Row(line0 + rows[k] + 1, record_ids[k], counts[k], n_ids[k])
-                                  for k in good_rows[at:stop]])
+                self.run(_Rows(Columns(line_col[at:stop], id_col[at:stop], count_col[at:stop]),
+                               good_rows[at:stop], n_ids, bad))
                 at = stop
             if row < n:
-                raw = lines[row]
+                raw = cut.line(row)
                 body = raw.strip(JSON_WS)
                 if not body:
                     self.blank += 1
                 else:
                     take(line0 + row + 1, len(raw) if len(raw) > limit else body)
         return line0 + n
+
+
+SENTINEL = 10**17 + int.from_bytes(os.urandom(7), "little")  # no data can hold it by chance
+
+
+class _Misaligned(Exception):
+    """The joined array's values are not one record per good line."""
+
+
+def _framed(docs: Any, rows: list[int]) -> Iterator[tuple[int, Any]]:
+    """(row, record) of each good line from the joined array, each sentinel checked."""
+    it = iter(docs)
+    for k, row in enumerate(rows):
+        if k and next(it) != SENTINEL:
+            raise _Misaligned
+        yield row, next(it)
+
+
+class _Rows(Sequence[Any]):
+    """A run of parsed records for the hooks: light records made only when read, and
+    their columns (model.records.Columns) for the built-in batch hooks."""
+
+    def __init__(self, columns: Columns, keys: list[int], n_ids: list[int],
+                 bad: dict[int, tuple[Any, int, int]]):
+        self.columns, self.keys, self.n_ids, self.bad = columns, keys, n_ids, bad
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        cols, k = self.columns, self.keys[i]
+        if k in self.bad:
+            return _Failed(cols.line[i], cols.id[i], cols.billed[i], self.n_ids[k], *self.bad[k])
+        return _Row(cols.line[i], cols.id[i], cols.billed[i], self.n_ids[k])
+
+    def __iter__(self) -> Iterator[Any]:
+        return (self[i] for i in range(len(self.keys)))
+
+    def failed(self) -> Iterator[_Failed]:
+        if self.bad:
+            for i, k in enumerate(self.keys):
+                if k in self.bad:
+                    yield self[i]
+
+
+class _Failed:
+    """A parsed record the count or structure rule fails, as its checks read it: the
+    count, the ids' number, last id and token counts, from its slice of the chunk's ids."""
+
+    __slots__ = ("line", "id", "count", "n_ids", "_flat", "_start", "_end")
+
+    def __init__(self, line: int, record_id: Any, count: int, n_ids: int, flat: Any, start: int,
+                 end: int):
+        self.line, self.id, self.count, self.n_ids = line, record_id, count, n_ids
+        self._flat, self._start, self._end = flat, start, end
+
+    def __getattr__(self, name: str) -> Any:  # never a silent half-record
+        raise AttributeError(f"record.{name}: the columnar path hands a per-record check "
+                             "line, id, count, n_ids, last_id and count_each only")
+
+    @property
+    def last_id(self) -> int | None:
+        return int(self._flat[self._end - 1]) if self._end > self._start else None
+
+    def count_each(self, tokens: tuple[int, ...]) -> list[int]:
+        ids = self._flat[self._start:self._end]
+        return [int((ids == t).sum()) for t in tokens]
+
+    def finding(self, check: str, message: str, allowable: bool = False) -> Finding:
+        return Finding(check, message, self.line, self.id, allowable)
+
+
+class _Cut:
+    """The lines of a chunk by their offsets: a line's bytes are cut only when asked for."""
+
+    __slots__ = ("data", "starts", "ends")
+
+    def __init__(self, data: bytes, starts: Any, ends: Any):
+        self.data, self.starts, self.ends = data, starts, ends
+
+    def line(self, row: int) -> bytes:
+        return self.data[int(self.starts[row]):int(self.ends[row])]
 
 
 class _Row:
