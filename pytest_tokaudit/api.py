@@ -45,7 +45,7 @@ from .engine.passes import audit
 from .engine.plain import PlainPass, check_file
 from .engine.template import check_literals
 from .model import contract as _contract
-from .model.contract import KEYS, KEYS_BY_ATTR, PATH_ATTRS, TOKEN_ATTRS, ContractError, Key, _source_text, money
+from .model.contract import KEYS, KEYS_BY_ATTR, PATH_ATTRS, TOKEN_ATTRS, ContractError, Key, money, source_text
 from .model.idindex import IdIndex
 from .model.outcome import Outcome
 from .model.summary import FileSummary
@@ -214,7 +214,7 @@ def contract_from_values(raw: Mapping[str, tuple[Any, str, Path]], *,
         except ContractError as exc:
             raise ContractError(f"{key.name} ({origin}): {exc}") from None
         values[key.attr] = value
-        text = _source_text(key, value_raw, value)
+        text = source_text(key, value_raw, value)
         if is_url(text):  # as shown in failure text and stored in reports: no credential
             text = display_url(text)
         sources[key.name] = (text, origin)

@@ -259,7 +259,7 @@ def get_path(obj: Any, path: tuple[str, ...]) -> Any:
             obj = obj.get(part, MISSING)
             if obj is MISSING:
                 return MISSING
-        elif kind is list and _INDEX(part):
+        elif kind is list and LIST_INDEX(part):
             index = int(part)
             if index >= len(obj):
                 return MISSING
@@ -269,7 +269,7 @@ def get_path(obj: Any, path: tuple[str, ...]) -> Any:
     return obj
 
 
-_INDEX = re.compile(r"0|[1-9][0-9]{0,17}").fullmatch  # a list index as JSON paths write it
+LIST_INDEX = re.compile(r"0|[1-9][0-9]{0,17}").fullmatch  # a list index as JSON paths write it
 
 
 def paths_of(obj: Any, limit: int = 200, depth: int = 6) -> list[str]:

@@ -18,11 +18,11 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING, Any, Iterator
 
-from ..base.fields import _INDEX, MISSING, CountSum, count_paths, get_path
+from ..base.fields import LIST_INDEX, MISSING, CountSum, count_paths, get_path
 from ..base.findings import Finding, foreign
 from ..model.contract import Contract
 from ..model.spend import table_fields
-from ..model.records import ReadOnlyRecord, Rejected, TextRecord, Unusable, _set
+from ..model.records import ReadOnlyRecord, Rejected, TextRecord, Unusable
 from ..model.summary import FileSummary
 from ..sources.base import SourceError
 from ..base.text import size_text
@@ -30,16 +30,18 @@ from ..sources.parquet import Oversized, ParquetUnavailable
 from ..sources.parse import (
     I64_MIN,
     U64_MAX,
-    _count_problem,
-    _id_problem,
-    _schema,
-    _template_texts,
     check_ids,
+    count_problem,
+    id_problem,
+    judge_fields,
     rejected,
     sum_terms,
+    template_texts,
 )
 from .observers import NONE, Observers
-from .plain import BATCH, BATCH_RECORDS, RECORD, _check_batch
+from .plain import BATCH, BATCH_RECORDS, RECORD, check_batch
+
+_set = object.__setattr__  # as model/records.py sets its frozen fields
 
 BATCH_ROWS = 256  # about 0.7M ids of a typical response each: memory stays small
 
@@ -142,7 +144,7 @@ def _step(col: Any, part: str) -> Any:
     t = col.type
     if pa.types.is_struct(t):
         return pc.struct_field(col, part) if t.get_field_index(part) >= 0 else MISSING
-    if _is_list(t) and _INDEX(part):
+    if _is_list(t) and LIST_INDEX(part):
         k = int(part)
         long_enough = pc.fill_null(pc.greater(pc.list_value_length(col), k), False)
         # `offsets` index the unsliced `values`; rows without element k take null.
@@ -155,7 +157,7 @@ def _field_type(schema: Any, field: tuple[str, ...]) -> Any:
     """The type at a dotted path of the schema, or a string saying where it breaks."""
     t: Any = schema
     for k, part in enumerate(field):
-        if k and _is_list(t) and _INDEX(part):
+        if k and _is_list(t) and LIST_INDEX(part):
             t = t.value_type
             continue
         index = t.get_field_index(part) if hasattr(t, "get_field_index") else -1
@@ -328,11 +330,11 @@ def _audit_table(source: Any, table: Any, contract: Contract, hook: Any, summary
                 else:
                     records.append(item)
                 if len(records) + len(unusable) >= BATCH_RECORDS:
-                    _check_batch(records, pending, unusable, contract, hook, summary, observers.sink)
+                    check_batch(records, pending, unusable, contract, hook, summary, observers.sink)
                     records, pending, unusable = [], [], []
             line += n_rows
             summary.lines = line
-            _check_batch(records, pending, unusable, contract, hook, summary, observers.sink)
+            check_batch(records, pending, unusable, contract, hook, summary, observers.sink)
             if observers.meter is not None:  # rows only: no byte position through pyarrow
                 observers.meter.tick(summary.records, None)
     except SourceError as exc:  # the storage failed mid-file: keep what was read, say where
@@ -462,14 +464,14 @@ def _rows_of(batch: Any, before: int, contract: Contract, tokens: tuple[int, ...
         problems = []
         rid = id_vals[row]
         if contract.id_field and not (type(rid) is str or type(rid) is int and I64_MIN <= rid <= U64_MAX):
-            problems.append(_id_problem(rid, id_name))
+            problems.append(id_problem(rid, id_name))
             rid = None
         if isinstance(count_field, CountSum):
             count = _sum(terms, row, problems, count_field)
         else:
             count = count_vals[row]
             if not (type(count) is int and 0 <= count <= U64_MAX):
-                problems.append(_count_problem(count, count_name))
+                problems.append(count_problem(count, count_name))
                 count = None
         if row in bad_rows:
             why = check_ids(ids_col[row].as_py(), ids_name)
@@ -519,8 +521,8 @@ def _text_rows_of(batch: Any, before: int, contract: Contract, tokens: tuple[int
         parent = get_path(obj, ids_field[:-1]) if len(ids_field) > 1 else obj
         if type(parent) is dict and ids_field[-1] in parent and parent[ids_field[-1]] is None:
             del parent[ids_field[-1]]
-        problems, record_id, count, ids = _schema(obj, contract, True)
-        texts = _template_texts(obj, contract, problems)
+        problems, record_id, count, ids = judge_fields(obj, contract, True)
+        texts = template_texts(obj, contract, problems)
         if problems or texts is None:
             yield rejected(obj, contract, problems, line, record_id, count)
             continue

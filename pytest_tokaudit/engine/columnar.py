@@ -32,7 +32,7 @@ from ..model.figures import SAMPLE, TAIL, Figures, diff_bins, length_bins, prior
 from ..model.rules import count_tolerance, signed_difference
 from ..model.summary import FileSummary, SummaryView
 from ..sources.base import LfsPointer, ReadError
-from ..sources.jsonl import JSON_WS, _chunks, line_range
+from ..sources.jsonl import JSON_WS, line_range, read_chunks
 from .observers import NONE, Observers
 from .plain import RECORD, PlainPass, answer, read_error_text
 
@@ -122,9 +122,9 @@ def pieces(path: Any, start: int = 0, end: int | None = None, limit: int = 64 <<
     Each bytes item is one or more lines, each ending in a newline but maybe the file's
     last; an int is the size of one line longer than `limit`, read past without being held
     (a longer line of white space only is a blank line, b"\\n"). Raises ReadError/LfsPointer
-    as reader._chunks does, after yielding the whole lines read before.
+    as reader.read_chunks does, after yielding the whole lines read before.
     """
-    chunks = _chunks(path, start, chunk or CHUNK, None, end)
+    chunks = read_chunks(path, start, chunk or CHUNK, None, end)
     start, end = line_range(path, start, end)  # a compressed part: its own lines exactly
     buf = bytearray()
     base = 0  # file offset of buf[0], always the start of a line

@@ -8,7 +8,7 @@ from typing import Any, Sequence
 from ..base.findings import Finding, HookError, as_findings, named
 from ..base.text import size_text
 from ..model.contract import Contract
-from ..model.records import SKIPPED, AuditedRecord, ErrorLine, Record, Rejected, Unusable, _Skipped
+from ..model.records import SKIPPED, AuditedRecord, ErrorLine, Record, Rejected, Unusable, Skipped
 from ..model.summary import FileSummary, SummaryView
 from ..sources.base import LfsPointer, ReadError
 from ..sources.frames import boundaries
@@ -65,7 +65,7 @@ class PlainPass:
         if len(self.batch) + len(self.unusable) >= BATCH_RECORDS or self.batch_ids >= BATCH_IDS:
             self.flush()
 
-    def take_parsed(self, line: int, parsed: Record | Rejected | _Skipped | ErrorLine) -> None:
+    def take_parsed(self, line: int, parsed: Record | Rejected | Skipped | ErrorLine) -> None:
         """One record as parse_line (or, for the public API's dicts, parse_object) made it."""
         summary = self.summary
         summary.records += 1
@@ -87,7 +87,7 @@ class PlainPass:
                 summary.unusable_billed += 1
             self.unusable.append(Unusable(line, parsed.record_id, parsed.count, parsed.data))
         else:
-            assert type(parsed) is not _Skipped  # for mypy: SKIPPED is its one value
+            assert type(parsed) is not Skipped  # for mypy: SKIPPED is its one value
             assert type(parsed) is not ErrorLine
             summary.audited += 1
             self.batch.append(parsed)
@@ -96,7 +96,7 @@ class PlainPass:
             self.flush()
 
     def flush(self) -> None:
-        _check_batch(self.batch, self.pending, self.unusable, self.contract, self.hook,
+        check_batch(self.batch, self.pending, self.unusable, self.contract, self.hook,
                      self.summary, self.sink)
         self.batch, self.pending, self.unusable, self.batch_ids = [], [], [], 0
         self.flushes += 1
@@ -164,7 +164,7 @@ def answer(result: Any, name: str, hook: Any) -> list[Finding]:
         raise named(exc, name, getattr(hook, name)) from None
 
 
-def _check_batch(
+def check_batch(
     batch: Sequence[AuditedRecord], found: list[Finding], unusable: Sequence[Unusable],
     contract: Contract, hook: Any, summary: FileSummary, sink: Sink | None = None,
 ) -> None:

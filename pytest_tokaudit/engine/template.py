@@ -9,7 +9,7 @@ text taken from a field never becomes a special token. A field holding such a to
 string is a `special_in_text` finding, and that run is encoded as plain text (normaliser,
 pre-tokeniser and model, bypassing the added vocabulary).
 
-`rebuild` runs on each batch before any check sees it (audit._check_batch): records
+`rebuild` runs on each batch before any check sees it (audit.check_batch): records
 without the ids field get the rebuilt ids as their ids; records with both keep theirs and
 get `rebuilt`, compared by the `ids_match_text` check.
 """

@@ -414,7 +414,7 @@ class Contract:
                 continue
             key = KEYS_BY_ATTR[attr]
             values[attr] = parse_key(key, value)
-            text = _source_text(key, value, values[attr])
+            text = source_text(key, value, values[attr])
             sources[key.name] = (text, origin)
         new = dataclasses.replace(self, **values, sources=sources)
         if {*TOKEN_ATTRS, "tokenizer", "trust_remote_code"} & changes.keys():
@@ -605,7 +605,7 @@ def _text(attr: str, value: Any) -> str:
     return "" if value is None else str(value)
 
 
-def _source_text(key: Key, raw: Any, value: Any) -> str:
+def source_text(key: Key, raw: Any, value: Any) -> str:
     """What a failure message quotes: the text as written; a bool, a list or a TOML number
     as pytest.ini would hold it (pytest gives TOML's true as 'True', or as True)."""
     if isinstance(raw, str) and key.kind != "bool":

@@ -188,13 +188,13 @@ class TextRecord(Record):
             _set(self, "rebuilt", ids)
 
 
-class _Skipped(enum.Enum):
+class Skipped(enum.Enum):
     """SKIPPED's type: an enum member, so a type checker tells it from a Record."""
 
     SKIPPED = "skipped"
 
 
-SKIPPED: Final = _Skipped.SKIPPED
+SKIPPED: Final = Skipped.SKIPPED
 
 
 class Unusable(NamedTuple):

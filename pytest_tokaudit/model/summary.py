@@ -58,7 +58,7 @@ UNIQUE_TEXT = "unique_text"  # per record: [digest of its ids, line, id, shard]
 BUILT_IN = frozenset({IDS, GROUPS, BUDGET, UNIQUE_TEXT, "prompt", "join", "spend"})
 
 
-_BIG_INT = re.compile(rb"\d{20}")
+BIG_INT = re.compile(rb"\d{20}")
 
 
 def _shifted(lines: list[Any], offset: int) -> list[Any]:
@@ -374,7 +374,7 @@ class FileSummary:
 
     @classmethod
     def from_json(cls, text: str | bytes) -> FileSummary:
-        if _BIG_INT.search(text if isinstance(text, bytes) else text.encode()):
+        if BIG_INT.search(text if isinstance(text, bytes) else text.encode()):
             import json  # orjson would read an integer past 64 bits as a float
 
             data = json.loads(text)

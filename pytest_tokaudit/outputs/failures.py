@@ -34,7 +34,7 @@ from ..base.findings import Finding
 from ..base.formats import location
 from ..engine.observers import entries
 from ..model.result import RunResult
-from ..model.summary import _BIG_INT, PROPERTY
+from ..model.summary import BIG_INT, PROPERTY
 from ..run.keys import SINK
 from ..sources.base import Part
 from .session import SessionFile
@@ -233,7 +233,7 @@ def merge(parts: list[Path], target: Path, result: RunResult) -> tuple[int, int]
                 out.write(data)
                 continue
             for line in lines:
-                entry = json.loads(line) if _BIG_INT.search(line) else orjson.loads(line)
+                entry = json.loads(line) if BIG_INT.search(line) else orjson.loads(line)
                 entry["line"] += offset
                 entry["location"] = location(entry["path"], entry["line"])
                 out.write(dumps(entry))

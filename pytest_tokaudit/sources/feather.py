@@ -6,18 +6,18 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-from .parquet import ArrowSource, _close, _open
+from .parquet import ArrowSource, close_arrow, open_arrow
 
 
 class FeatherTable:
     def __init__(self, pa: Any, location: Any):
-        self.source = _open(location)
+        self.source = open_arrow(location)
         if self.source is location:  # a local path: mapped, not read
             self.source = pa.memory_map(str(location))
         try:
             self.reader = pa.ipc.open_file(self.source)
         except BaseException:
-            _close(self.source)
+            close_arrow(self.source)
             raise
         self.schema = self.reader.schema
 
@@ -45,7 +45,7 @@ class FeatherTable:
                 yield batch.slice(at, rows)
 
     def close(self) -> None:
-        _close(self.source)
+        close_arrow(self.source)
 
 
 class FeatherSource(ArrowSource):

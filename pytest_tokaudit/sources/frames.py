@@ -176,7 +176,7 @@ class _Bounded:
 
 def _inflate(fh: BinaryIO, name: str, limit: int | None, size: int) -> Iterator[bytes]:
     """What the frames in the next `limit` compressed bytes (None: the rest) inflate to.
-    Damage raises as reader._chunks expects (EOFError, OSError, zlib.error, ReadError)."""
+    Damage raises as reader.read_chunks expects (EOFError, OSError, zlib.error, ReadError)."""
     src: Any = fh if limit is None else _Bounded(fh, limit)
     yield from inflate(src, name, size)
 

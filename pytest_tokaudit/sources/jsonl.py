@@ -52,7 +52,7 @@ JSON_WS = b" \t\r\n"  # the only white space JSON has; \x0b, \x0c & co. are inva
 
 
 def line_range(path: Any, start: int, end: int | None) -> tuple[int, int | None]:
-    """The byte range a line cutter applies to `_chunks(path, start, ..., end)`: a
+    """The byte range a line cutter applies to `read_chunks(path, start, ..., end)`: a
     compressed file's part comes out as exactly its own lines, a whole stream."""
     return (0, None) if is_compressed(path) else (start, end)
 
@@ -70,8 +70,8 @@ def _check_lfs(fh: BinaryIO) -> None:
         raise LfsPointer()
 
 
-def _chunks(path: Path, start: int = 0, size: int = BUFFER, meter: Any = None,
-            end: int | None = None) -> Iterator[bytes | bytearray]:
+def read_chunks(path: Path, start: int = 0, size: int = BUFFER, meter: Any = None,
+                end: int | None = None) -> Iterator[bytes | bytearray]:
     """The file's (decompressed) bytes in chunks of about `size`; from `start` - 1 if given.
     `meter.offset` follows the bytes read from the file (compressed ones for .gz, .zst).
     A compressed file's part (`start`, `end`: frame boundaries) gives exactly the bytes of
@@ -151,7 +151,7 @@ class Lines:
 
     def __iter__(self) -> Iterator[tuple[int, bytes | int]]:
         max_line, ws_run = self.max_line, _WS_RUN
-        chunks = _chunks(self.path, self.start, self.chunk, self, self.end)
+        chunks = read_chunks(self.path, self.start, self.chunk, self, self.end)
         start, end = line_range(self.path, self.start, self.end)
         base = 0  # file offset of chunk[0]
         skip = 0  # where the first line starts in the first chunk
@@ -251,7 +251,7 @@ def iter_lines(path: Path, start: int = 0, end: int | None = None) -> Iterator[b
     audit reads with Lines.
     """
     pending = bytearray()
-    chunks = _chunks(path, start, BUFFER, None, end)
+    chunks = read_chunks(path, start, BUFFER, None, end)
     start, end = line_range(path, start, end)
     offset = start - 1 if start else 0  # file offset of pending[0]
     skipping = bool(start)  # the line straddling `start` belongs to the range before

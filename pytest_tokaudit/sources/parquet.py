@@ -23,13 +23,13 @@ class ParquetUnavailable(Exception):
         super().__init__(f"reading Parquet needs pyarrow: {EXTRA}")
 
 
-def _open(path: Any) -> Any:
+def open_arrow(path: Any) -> Any:
     """What pyarrow reads: a local path, or a remote.RemoteFile's file object."""
     opener = getattr(path, "open_stream", None)
     return opener() if opener is not None else path
 
 
-def _close(source: Any) -> None:
+def close_arrow(source: Any) -> None:
     if hasattr(source, "close"):
         source.close()
 
@@ -111,7 +111,7 @@ class ParquetTable:
             # A buffered stream: column chunks are read as the batches need them, not whole.
             self.file = pq.ParquetFile(source, buffer_size=1 << 20, pre_buffer=False)
         except BaseException:
-            _close(source)
+            close_arrow(source)
             raise
         self.schema = self.file.schema_arrow
 
@@ -273,7 +273,7 @@ class ParquetTable:
 
     def reopen(self) -> Any:
         """The file again, as a binary file object of its own (for parquet_pages)."""
-        source = _open(self.location)
+        source = open_arrow(self.location)
         return open(source, "rb") if isinstance(source, (str, Path)) else source
 
     @staticmethod
@@ -291,7 +291,7 @@ class ParquetTable:
         return total
 
     def close(self) -> None:
-        _close(self.source)
+        close_arrow(self.source)
 
 
 # The encodings of an integer list column that parquet_pages decodes.
@@ -331,7 +331,7 @@ class ParquetSource(ArrowSource):
         self.library()
         import pyarrow.parquet as pq
 
-        return ParquetTable(pq, _open(location), location)
+        return ParquetTable(pq, open_arrow(location), location)
 
     def group_sizes(self, location: Any) -> list[tuple[int, int]] | None:
         source = None
@@ -339,13 +339,13 @@ class ParquetSource(ArrowSource):
             self.library()
             import pyarrow.parquet as pq
 
-            source = _open(location)
+            source = open_arrow(location)
             meta = pq.read_metadata(source)
         except Exception:  # noqa: BLE001 - the audit item reports what is wrong with the file
             return None
         finally:
             if source is not None:
-                _close(source)
+                close_arrow(source)
         out = []
         for g in range(meta.num_row_groups):
             group = meta.row_group(g)

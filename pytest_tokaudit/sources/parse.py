@@ -18,7 +18,7 @@ from ..base.fields import MISSING, CountSum, count_paths, get_path, why_missing
 from ..base.findings import Finding
 from ..model import fastids
 from ..model.contract import Contract
-from ..model.records import SKIPPED, ErrorLine, Record, Rejected, TextRecord, _Skipped, error_of
+from ..model.records import SKIPPED, ErrorLine, Record, Rejected, TextRecord, Skipped, error_of
 
 # orjson's integer range; a value outside it cannot be kept as an int in a report either.
 U64_MAX = 2**64 - 1
@@ -215,7 +215,7 @@ def check_ids(ids: Any, name: str) -> str | None:
 
 def parse_line(
     raw: bytes, line: int, contract: Contract, fast: bool = True
-) -> Record | Rejected | _Skipped | ErrorLine:
+) -> Record | Rejected | Skipped | ErrorLine:
     """One non-blank line -> Record, SKIPPED, Rejected (the findings that make it
     unusable, with the id and billed count if they could be read), or ErrorLine (an API's
     error line, with tokaudit_requests: counted apart, no finding)."""
@@ -244,7 +244,7 @@ def parse_line(
             return SKIPPED
     if contract.requests and (why := error_of(obj)) is not None:  # counted apart
         return _error_line(obj if cut is None else _load(raw), contract, why)  # the whole object
-    problems, record_id, count, ids = _schema(obj, contract, cut is None)
+    problems, record_id, count, ids = judge_fields(obj, contract, cut is None)
     if problems and _big_floats(obj, contract):
         # Maybe an integer past 64 bits, which orjson reads as a float: read it exactly.
         try:
@@ -252,10 +252,10 @@ def parse_line(
         except _Invalid as exc:  # only nesting orjson allows and the stdlib does not
             return Rejected([Finding("json", str(exc), line)])
         cut = None
-        problems, record_id, count, ids = _schema(obj, contract, True)
+        problems, record_id, count, ids = judge_fields(obj, contract, True)
     texts = None
     if contract.text_template is not None:
-        texts = _template_texts(obj, contract, problems)
+        texts = template_texts(obj, contract, problems)
     if problems:
         if cut is not None:  # the ids were cut out: the whole object, for batch hooks
             try:
@@ -273,7 +273,7 @@ def parse_line(
     return Record(line, obj, record_id, count, None, cut[1], contract.ids_field[0])
 
 
-def parse_object(obj: Any, line: int, contract: Contract) -> Record | Rejected | _Skipped | ErrorLine:
+def parse_object(obj: Any, line: int, contract: Contract) -> Record | Rejected | Skipped | ErrorLine:
     """A record already parsed (the public API's dicts) -> Record, SKIPPED, or Rejected, as
     parse_line judges the same object read from a line."""
     if type(obj) is not dict:
@@ -284,10 +284,10 @@ def parse_object(obj: Any, line: int, contract: Contract) -> Record | Rejected |
             return SKIPPED
     if contract.requests and (why := error_of(obj)) is not None:  # counted apart
         return _error_line(obj, contract, why)
-    problems, record_id, count, ids = _schema(obj, contract, True)
+    problems, record_id, count, ids = judge_fields(obj, contract, True)
     texts = None
     if contract.text_template is not None:
-        texts = _template_texts(obj, contract, problems)
+        texts = template_texts(obj, contract, problems)
     if problems:
         return rejected(obj, contract, problems, line, record_id, count)
     if texts is not None:
@@ -347,7 +347,7 @@ def _read_paths(contract: Contract) -> tuple[tuple[str, ...], ...]:
     return _read_paths_of(contract.count_field, contract.text_template, finish)
 
 
-def _template_texts(obj: dict, contract: Contract, problems: list[str]) -> tuple[str, ...] | None:
+def template_texts(obj: dict, contract: Contract, problems: list[str]) -> tuple[str, ...] | None:
     """The text of each placeholder of the template (optional missing or null: ''); a
     problem for a required one that is missing or null, and for a value that is not text."""
     template = contract.text_template
@@ -384,7 +384,7 @@ def _big_floats(obj: dict, contract: Contract) -> bool:
 _BIG = float(2**63)
 
 
-def _schema(obj: dict, contract: Contract, with_ids: bool) -> tuple[list[str], Any, Any, Any]:
+def judge_fields(obj: dict, contract: Contract, with_ids: bool) -> tuple[list[str], Any, Any, Any]:
     """(problems, the id if valid, the billed count if valid, the ids) of a parsed record."""
     problems = []
     record_id = None
@@ -392,7 +392,7 @@ def _schema(obj: dict, contract: Contract, with_ids: bool) -> tuple[list[str], A
         record_id = get_path(obj, contract.id_field)
         kind = type(record_id)
         if kind is not str and not (kind is int and I64_MIN <= record_id <= U64_MAX):
-            problems.append(_id_problem(record_id, ".".join(contract.id_field)))
+            problems.append(id_problem(record_id, ".".join(contract.id_field)))
             record_id = None
     count_field = contract.count_field
     if isinstance(count_field, CountSum):
@@ -400,7 +400,7 @@ def _schema(obj: dict, contract: Contract, with_ids: bool) -> tuple[list[str], A
     else:
         count = get_path(obj, count_field)
         if not (type(count) is int and 0 <= count <= U64_MAX):
-            problems.append(_count_problem(count, ".".join(count_field)))
+            problems.append(count_problem(count, ".".join(count_field)))
             count = None
     ids = None
     if with_ids:
@@ -434,7 +434,7 @@ def sum_terms(values: Iterable[tuple[Any, Any]], formula: CountSum, problems: li
         if type(value) is int and 0 <= value <= U64_MAX:
             total += -value if term.negative else value
         else:
-            problems.append(_count_problem(value, ".".join(term.path)))
+            problems.append(count_problem(value, ".".join(term.path)))
             bad = True
     if bad:
         return None
@@ -447,7 +447,7 @@ def sum_terms(values: Iterable[tuple[Any, Any]], formula: CountSum, problems: li
     return total
 
 
-def _id_problem(record_id: Any, name: str) -> str:
+def id_problem(record_id: Any, name: str) -> str:
     if record_id is MISSING:
         return f"missing field {name!r}"
     if not _is_int(record_id):
@@ -455,7 +455,7 @@ def _id_problem(record_id: Any, name: str) -> str:
     return f"{name} {_number(record_id)}{_out_of_range(record_id)}"
 
 
-def _count_problem(count: Any, name: str) -> str:
+def count_problem(count: Any, name: str) -> str:
     if count is MISSING:
         return f"missing field {name!r}"
     if not _is_int(count):

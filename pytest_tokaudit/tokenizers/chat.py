@@ -23,12 +23,12 @@ from typing import Any, Sequence
 
 from .hf import (
     TokenizerError,
-    _one_line,
-    _quiet,
     encoding_backend,
     import_transformers,
     is_fast,
     load_tokenizer,
+    one_line,
+    quiet,
 )
 from .tiktoken import TiktokenTokenizer
 
@@ -53,7 +53,7 @@ class Chat:
                 messages, tools=tools or None, chat_template=self.template, tokenize=False,
                 add_generation_prompt=True)
         except Exception as exc:  # jinja2's errors, the template's raise_exception, TypeError
-            raise ValueError(_one_line(exc)) from None
+            raise ValueError(one_line(exc)) from None
         return str(text)
 
     def encode(self, texts: list[str]) -> list[int]:
@@ -181,11 +181,11 @@ def chat_for(tokenizer: str, trust_remote_code: bool, override: str) -> Chat:
                                  f"a chat template; {tokenizer} is a tiktoken encoding")
         transformers = import_transformers()
         try:
-            with _quiet(transformers):
+            with quiet(transformers):
                 renderer = transformers.AutoTokenizer.from_pretrained(
                     tokenizer, local_files_only=True, trust_remote_code=trust_remote_code)
         except Exception as exc:
-            raise TokenizerError(f"cannot load the tokenizer in {tokenizer}: {_one_line(exc)}") from exc
+            raise TokenizerError(f"cannot load the tokenizer in {tokenizer}: {one_line(exc)}") from exc
     if override:
         try:
             text = Path(override).read_text(encoding="utf-8")

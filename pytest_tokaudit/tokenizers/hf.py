@@ -110,7 +110,7 @@ def _load(directory: str, trust_remote_code: bool) -> Any:
             return direct
     try:
         transformers = import_transformers()
-        with _quiet(transformers):
+        with quiet(transformers):
             tok = transformers.AutoTokenizer.from_pretrained(
                 directory, local_files_only=True, trust_remote_code=trust_remote_code)
     except TokenizerError:
@@ -121,9 +121,9 @@ def _load(directory: str, trust_remote_code: bool) -> Any:
         hint = next((_EXTRAS[n] for n in names if n in _EXTRAS), None)
         hint = f": pip install 'pytest-tokaudit[{hint}]'" if hint else ""
         raise TokenizerError(f"cannot load the tokenizer in {directory}: "
-                             f"{_one_line(exc)}{hint}") from exc
+                             f"{one_line(exc)}{hint}") from exc
     except Exception as exc:
-        raise TokenizerError(f"cannot load the tokenizer in {directory}: {_one_line(exc)}") from exc
+        raise TokenizerError(f"cannot load the tokenizer in {directory}: {one_line(exc)}") from exc
     # A remote-code tokenizer over a tiktoken Encoding (Kimi K2's and others'): its
     # Encoding directly, the fastest exact path, which never turns text into a special token.
     encoding = tiktoken.find_encoding(tok)
@@ -176,7 +176,7 @@ def load_direct(where: Path) -> FastTokenizer | None:
     try:
         backend = Tokenizer.from_file(str(file))
     except Exception as exc:  # the Rust side raises plain Exceptions for a bad file
-        raise TokenizerError(f"cannot load the tokenizer in {where}: {_one_line(exc)}") from exc
+        raise TokenizerError(f"cannot load the tokenizer in {where}: {one_line(exc)}") from exc
     if kind in _QWEN2:
         if not _qwen2_pipeline(backend, config):
             return None
@@ -362,7 +362,7 @@ def import_transformers() -> Any:
 
 
 @contextlib.contextmanager
-def _quiet(transformers: Any) -> Iterator[None]:
+def quiet(transformers: Any) -> Iterator[None]:
     """Silence transformers' logger and Python warnings, restoring both afterwards."""
     tlog = transformers.utils.logging
     before = tlog.get_verbosity()
@@ -401,7 +401,7 @@ def _quiet_calls(tok: Any) -> Iterator[None]:
             "silenced during the audit (its round trip goes record by record)"))
 
 
-def _one_line(exc: BaseException, limit: int = 300) -> str:
+def one_line(exc: BaseException, limit: int = 300) -> str:
     text = " ".join(str(exc).split()) or "(no message)"
     text = f"{type(exc).__name__}: {text}"
     return text if len(text) <= limit else text[: limit - 3] + "..."
@@ -550,7 +550,7 @@ def slow_one(tok: Any, ids: list[int]) -> tuple[str, list[int]] | RoundTrip:
     try:
         text = _decode(tok, ids)
     except Exception as exc:  # slow tokenizers raise all sorts on bad ids
-        return _unknown_id(tok, ids) or RoundTrip(len(ids), 1.0, f"cannot decode: {_one_line(exc)}")
+        return _unknown_id(tok, ids) or RoundTrip(len(ids), 1.0, f"cannot decode: {one_line(exc)}")
     return text, list(tok.encode(text, add_special_tokens=False))
 
 
