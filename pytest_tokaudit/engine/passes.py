@@ -12,7 +12,6 @@ from ..base.formats import source_of
 from ..model.contract import Contract
 from ..model.summary import FileSummary
 from ..sources.base import WHOLE, Part
-from .arrow import audit_arrow
 from .columnar import audit_columnar, plan
 from .observers import NONE, Observers
 from .plain import audit_lines
@@ -24,6 +23,8 @@ def audit(path: Any, contract: Contract, hook: Any, summary: FileSummary, part: 
     numbered from the part's first, 1)."""
     source = source_of(path)
     if source.kind == "arrow":
+        from .arrow import audit_arrow  # Parquet/Arrow only: a JSONL run never imports it
+
         audit_arrow(source, path, contract, hook, summary, part.groups, observers)
         return
     start, end = part.byte_range

@@ -8,11 +8,9 @@ from typing import Any
 import pytest
 
 from ..base.atomic import check_writable, write
-from ..model import report
 from ..model.result import RunResult
 from ..model.spend import CHANNEL as SPEND
 from ..model.spend import PriceError, priced, spend
-from ..run.cache import contract_files
 from .session import SessionFile
 
 
@@ -20,6 +18,9 @@ class JsonReport(SessionFile):
     what = "JSON report"
 
     def write(self, result: RunResult, exitstatus: int) -> str | None:
+        from ..model import report  # here, not at option time: pytest imports outputs on every run
+        from ..run.cache import contract_files
+
         data = report.build(result.files, result.outcomes, result.contract,
                             result.coverage.partial, result.baseline)
         data["coverage"] = result.coverage.to_json()

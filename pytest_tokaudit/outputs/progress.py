@@ -32,7 +32,6 @@ from ..base.formats import source_of
 from ..model.contract import ini_type
 from ..model.summary import PROPERTY, records_of
 from ..run.compat import PrivateApiError, write_above
-from ..run.config import CONTRACT
 from ..run.keys import METER
 from ..sources.base import Part, shard_cuts
 
@@ -280,6 +279,8 @@ class RunProgress:
             self.plan(ids)
 
     def plan(self, nodeids: Any) -> None:
+        from ..run.config import CONTRACT  # not at option time: it imports the whole audit
+
         shard_size = self.config.stash[CONTRACT].shard_size
         sizes = {n: item_bytes(self.config.rootpath, n, shard_size) for n in nodeids}
         self.meter.plan({n: s for n, s in sizes.items() if s != -1})
