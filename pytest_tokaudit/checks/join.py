@@ -25,12 +25,14 @@ import hashlib
 import os
 import shutil
 import tempfile
+import weakref
 import zlib
 from array import array
 from pathlib import Path
 from typing import Any
 
 import orjson
+
 from ..base.fields import MISSING, get_path
 from ..base.formats import location
 from ..base.hooks import hookimpl
@@ -87,6 +89,8 @@ class RequestIndex:
         self.hashes, self.places, self.offsets = hashes, places, offsets
         self.bad, self.n_bad = bad, n_bad  # lines without a usable join id (the first SHOWN)
         self._handles: dict[int, Any] = {}
+        # Open for the index's life: closed when it is dropped or, at the latest, at exit.
+        weakref.finalize(self, _close_all, self._handles)
 
     def __len__(self) -> int:
         return len(self.hashes)
@@ -124,6 +128,11 @@ class RequestIndex:
             return get_path(self.read(pos), field)
         except (OSError, orjson.JSONDecodeError):
             return "?"
+
+
+def _close_all(handles: dict[int, Any]) -> None:
+    for fh in handles.values():
+        fh.close()
 
 
 def request_files(pattern: str) -> list[str]:
