@@ -415,6 +415,8 @@ class Totals:
     drift: float  # sum |billed - counted| / billed tokens of checked records
     spend: float | None  # billed * tokaudit_price_per_mtok / 1e6, when priced
     spend_text: str  # spend as the summary table shows it ("$1.25"), or ""
+    unreadable: int = 0  # lines that are no record (not a JSON object, over the line limit)
+    errors: int = 0  # error answers counted apart (OpenAI Batch error lines, with tokaudit_requests)
 
     @classmethod
     def of(cls, summary: FileSummary, contract: _contract.Contract) -> Totals:
@@ -423,7 +425,7 @@ class Totals:
         return cls(summary.records, summary.audited, summary.skipped, summary.checked, billed,
                    summary.counted, summary.findings, summary.bad_records, summary.mean_absdiff,
                    summary.mean_ratio, None if price is None else billed * price / 1e6,
-                   money(billed, contract))
+                   money(billed, contract), summary.unreadable, summary.errors)
 
 
 # -- a stream of records ----------------------------------------------------------------------

@@ -363,6 +363,17 @@ def test_the_end_of_a_stream_runs_the_file_checks():
     assert audit.file_summary.complete and audit.file_summary.failed
 
 
+def test_the_summary_counts_unreadable_lines_apart():
+    """records = audited + skipped + unreadable, as in the pytest run's summary table."""
+    contract = api.Contract.from_dict(INI)
+    audit = api.audit_records(contract, [json.dumps(good("a")), b"[1, 2]", b"{not json",
+                                         b"x" * 500, json.dumps(good("b"))])
+    list(audit)
+    totals = audit.summary
+    assert (totals.records, totals.audited, totals.skipped, totals.unreadable) == (5, 2, 0, 3)
+    assert totals.errors == 0
+
+
 def test_a_plugin_object_runs_with_the_built_in_checks():
     class Provider:
         def pytest_tokaudit_check_record(self, record):
