@@ -17,7 +17,7 @@ from ..model.outcome import Outcome
 from ..model.spend import CHANNEL, PriceError, amount, priced, spend, table_fields
 from ..model.summary import writable
 from .join import record_data
-from .prompt import _group, billed_prompt
+from .prompt import billed_prompt, group_key
 
 NAME = "budget_money"
 
@@ -48,7 +48,7 @@ class MoneyCheck:
         rows = [(record_data(r), r.count) for r in records]
         rows += [(u.data, u.billed) for u in unusable if u.data is not None or u.billed is not None]
         for data, output in rows:
-            key = _group(data, paths) if data is not None else ("(none)",) * len(paths)
+            key = group_key(data, paths) if data is not None else ("(none)",) * len(paths)
             entry = entries.get(key)
             if entry is None:
                 entry = entries[key] = [list(fields), list(key), 0, 0, 0, 0, 0]

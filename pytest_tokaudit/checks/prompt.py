@@ -59,7 +59,9 @@ def billed_prompt(data: Any, formula: tuple[str, ...] | CountSum) -> int | str:
     return value
 
 
-def _group(data: Any, paths: list[tuple[str, ...]]) -> tuple[str, ...]:
+def group_key(data: Any, paths: list[tuple[str, ...]]) -> tuple[str, ...]:
+    """A record's group: the text of each `tokaudit_group_by` field (NONE when it has none),
+    as the prompt audit and the money by component both key their tables."""
     out = []
     for path in paths:
         value = get_path(data, path)
@@ -109,7 +111,7 @@ class PromptCheck:
             if type(billed) is str:
                 out.append(Finding("prompt_count", f"{billed}{place}", line, record_id))
                 continue
-            key = _group(data, groups)
+            key = group_key(data, groups)
             entry = entries.get(key)
             if entry is None:
                 entry = entries[key] = [list(key), 0, 0, 0, 0, 0]

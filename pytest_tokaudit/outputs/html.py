@@ -433,6 +433,7 @@ def build(files: list[FileSummary], outcomes: Sequence[Outcome], contract: Contr
                    "audited": sum(s.audited for s in files), "checked": checked,
                    "skipped": sum(s.skipped for s in files),
                    "unreadable": sum(s.unreadable for s in files),
+                   "errors": sum(s.errors for s in files),
                    "billed": sum(s.billed_total for s in files),
                    "counted": sum(s.counted for s in files),
                    "findings": sum(s.findings for s in files), "unlisted_findings": unlisted},
@@ -587,6 +588,7 @@ def _page(data: dict[str, Any], plots: list[tuple[str, str, str]],
              ("records audited", t["audited"]),
              *([("skipped (tokaudit_where)", t["skipped"])] if t["skipped"] else []),
              *([("unreadable", t["unreadable"])] if t["unreadable"] else []),
+             *([("error lines (not records)", t["errors"])] if t.get("errors") else []),
              ("records checked", t["checked"]), ("findings", t["findings"]),
              ("billed tokens", t["billed"]), ("counted tokens", t["counted"])]
     out.append('<section><div class="stats">' + "".join(

@@ -67,9 +67,12 @@ def build(files: list[FileSummary], outcomes: list[Any], id_field: tuple[str, ..
     findings = sum(s.findings for s in files)
     billed = sum(s.billed_total for s in files)
     unreadable = sum(s.unreadable for s in files)
+    errors = sum(s.errors for s in files)  # an API's error lines (tokaudit_requests)
+    apart = ([f"{unreadable:,} unreadable"] if unreadable else []) \
+        + ([f"{errors:,} error line{'s' if errors != 1 else ''}"] if errors else [])
     line = (f"{len(files):,} data file{'s' if len(files) != 1 else ''}, "
             f"{records:,} records audited"
-            + (f" ({unreadable:,} unreadable not among them)" if unreadable else "")
+            + (f" ({' and '.join(apart)} not among them)" if apart else "")
             + f", {len(bad):,} failing, {findings:,} findings; "
             f"billed {billed:,} tokens")
     if price is not None:
@@ -115,14 +118,18 @@ def build(files: list[FileSummary], outcomes: list[Any], id_field: tuple[str, ..
 def table(files: list[FileSummary], shown: Callable[[str], str] = str) -> list[str]:
     # records = audited + skipped + unreadable: the column is there when a file has some
     unreadable = any(s.unreadable for s in files)
+    errors = any(s.errors for s in files)  # an API's error lines, as the terminal's table
     out = ["| file | records | audited | " + ("unreadable | " if unreadable else "")
+           + ("errors | " if errors else "")
            + "mean billed | mean counted | mean \\|diff\\| | max \\|diff\\| | findings |",
-           "|---|--:|--:|" + ("--:|" if unreadable else "") + "--:|--:|--:|--:|--:|"]
+           "|---|--:|--:|" + ("--:|" if unreadable else "") + ("--:|" if errors else "")
+           + "--:|--:|--:|--:|--:|"]
     for s in files:
         status = "" if s.complete else " (not audited to the end)"
         out.append(
             f"| {code(shown(s.path))}{status} | {s.records:,} | {s.audited:,} | "
-            + (f"{s.unreadable:,} | " if unreadable else "") + f"{s.mean_billed:,.1f} "
+            + (f"{s.unreadable:,} | " if unreadable else "")
+            + (f"{s.errors:,} | " if errors else "") + f"{s.mean_billed:,.1f} "
             f"| {s.mean_counted:,.1f} | {s.mean_absdiff:.2f} ({s.mean_ratio:.2%}) "
             f"| {s.max_absdiff:,} | {s.findings:,} |"
         )

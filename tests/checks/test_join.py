@@ -52,7 +52,8 @@ def outcome_lines(result, name: str) -> list[str]:
 
 def test_every_request_is_answered_exactly_once(project: TokProject):
     batch_project(project)
-    result = project.run("--tokaudit-json=report.json")
+    result = project.run("--tokaudit-json=report.json", "--tokaudit-markdown=summary.md",
+                         "--tokaudit-html=report.html")
     assert_no_crash(result)
     outcome, message = outcome_lines(result, "requests")
     assert outcome == "failed"
@@ -67,10 +68,10 @@ def test_every_request_is_answered_exactly_once(project: TokProject):
     assert "data/errors.jsonl:1: custom_id 'request-6': status 500" in out
     # The prompt counts were exact: the joined pairs pass the prompt audit.
     assert "prompt_count" not in out
-    assert_error_lines_apart(result, project)
+    assert_error_lines_apart(result, project, outputs=True)
 
 
-def assert_error_lines_apart(result, project: TokProject) -> None:
+def assert_error_lines_apart(result, project: TokProject, outputs: bool = False) -> None:
     """An error line is no bad record: its file passes, counting it apart (the summary
     table's `errors` column, the JSON report's `errors`); the join lists it. Only the join
     fails."""
@@ -87,6 +88,14 @@ def assert_error_lines_apart(result, project: TokProject) -> None:
     errors = {f["path"]: f["errors"] for f in report["files"]}
     assert errors == {"data/errors.jsonl": 1, "data/out1.jsonl": 0, "data/out2.jsonl": 0}
     assert report["totals"]["errors"] == 1
+    if outputs:  # the Markdown summary and the HTML page say the same
+        text = (project.path / "summary.md").read_text()
+        assert "(1 error line not among them)" in text, text
+        header = next(line for line in text.splitlines() if line.startswith("| file |"))
+        assert "| errors |" in header, header
+        page = (project.path / "report.html").read_text()
+        data = json.loads(re.search(r'id="tokaudit-data">(.*?)</script>', page, re.S).group(1))
+        assert data["totals"]["errors"] == 1
 
 
 def test_the_join_under_two_workers_is_the_same(pytester: pytest.Pytester):
