@@ -74,7 +74,7 @@ FULL = os.environ.get("TOKAUDIT_TEST_FULL") == "1"
 BOTH_MODES = {
     "test_gate.py", "test_dataset.py", "test_collection_edge_cases.py", "test_controller.py",
     "test_cache.py", "test_whole_file.py", "test_partial_runs.py", "test_failures_targets.py",
-    "test_jsonreport.py", "test_baseline.py",
+    "test_jsonreport.py", "test_baseline.py", "test_budget.py",
 }
 
 
