@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from conftest import TokProject, failure_section, summary_rows
-from test_parquet import BIG_ROW_SCRIPT, INI, SCHEMA, good, red_twins
+from tables import BIG_ROW_SCRIPT, INI, SCHEMA, good, red_twins
 
 from conftest import rec
 
