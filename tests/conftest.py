@@ -85,6 +85,12 @@ BOTH_MODES = {
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 
+def examples(n: int) -> int:
+    """max_examples for a property test: a quarter of `n` in the suite, all `n` in the full
+    matrix (its @example cases run in both)."""
+    return n if FULL else max(10, n // 4)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if FULL:
         return
