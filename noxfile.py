@@ -14,7 +14,8 @@ Sessions:
     oldest                     Python 3.10, every dependency at its declared minimum, pinned by
                                .ci/constraints-oldest.txt (checked against pyproject.toml)
     full                       the whole test matrix on the locked versions: every behaviour test
-                               in both xdist modes and the tests marked `full` (TOKAUDIT_TEST_FULL=1)
+                               in both xdist modes, the tests marked `full` and every example of
+                               the property tests (TOKAUDIT_TEST_FULL=1; docs/version-matrix.md)
     lock                       regenerates .ci/constraints-test.txt (uv pip compile, universal
                                for Python 3.10+): run it, then `nox -s latest`'s findings are the
                                lock's next contents

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
-from conftest import rec
+from conftest import examples, rec
 from pytest_tokaudit import checks, hookspecs
 from pytest_tokaudit.checks.dataset import IdsChannel
 from pytest_tokaudit.engine.passes import audit
@@ -31,7 +31,7 @@ from pytest_tokaudit.sources.base import Part
 from pytest_tokaudit.sources.parse import parse_line
 
 SETTINGS = settings(
-    max_examples=150,
+    max_examples=examples(150),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )

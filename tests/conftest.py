@@ -74,7 +74,7 @@ FULL = os.environ.get("TOKAUDIT_TEST_FULL") == "1"
 BOTH_MODES = {
     "test_gate.py", "test_dataset.py", "test_collection_edge_cases.py", "test_controller.py",
     "test_cache.py", "test_whole_file.py", "test_partial_runs.py", "test_failures_targets.py",
-    "test_jsonreport.py", "test_baseline.py",
+    "test_jsonreport.py", "test_baseline.py", "test_budget.py",
 }
 
 
@@ -83,6 +83,12 @@ BOTH_MODES = {
 # sets PYTHONDONTWRITEBYTECODE=1 (this project's does, CI's too) nothing is cached and every
 # subprocess rewrites and compiles every module again. As on a user's machine, cache them.
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+
+
+def examples(n: int) -> int:
+    """max_examples for a property test: a quarter of `n` in the suite, all `n` in the full
+    matrix (its @example cases run in both)."""
+    return n if FULL else max(10, n // 4)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

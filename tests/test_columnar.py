@@ -30,12 +30,12 @@ from pytest_tokaudit.checks import DATASET, load  # noqa: E402
 from pytest_tokaudit.engine.failure import failure_text  # noqa: E402
 from pytest_tokaudit.model.summary import FileSummary  # noqa: E402
 
-from conftest import assert_no_crash, compress, failure_sections, jsonl_bytes, rec  # noqa: E402
+from conftest import assert_no_crash, compress, examples, failure_sections, jsonl_bytes, rec  # noqa: E402
 from audits import builtin_hook, default_contract, jsonl_files  # noqa: E402
 from corpus import BAD_LINES  # noqa: E402
 
 SETTINGS = settings(
-    max_examples=200,
+    max_examples=examples(200),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                            HealthCheck.function_scoped_fixture],

@@ -1,5 +1,5 @@
 """Dataset-wide checks across files and xdist workers, reports and merging (the baseline:
-checks/test_baseline.py)."""
+checks/test_baseline.py; each dataset check alone: checks/test_<check>.py)."""
 
 from __future__ import annotations
 
@@ -99,16 +99,6 @@ def test_partial_runs_never_pass_a_dataset_check(project: TokProject):
     result = project.run("-rA", "-k", "a.jsonl")
     assert result.ret == 0
     result.assert_outcomes(passed=1)  # the 12 others (and the checks) are deselected
-
-
-def test_budget_fails_on_a_subset_that_alone_exceeds_it(project: TokProject):
-    dataset(project, budget=40)
-    result = project.run("-rA", paths=("data/a.jsonl",))
-    assert result.ret == FAILED
-    lines = verdicts(result)
-    (budget,) = [l for l in lines if "budget" in l]
-    assert budget.startswith("FAILED pytest.ini::tokaudit::budget - over budget: billed 50 of 40")
-    assert any("partial run" in l for l in result.stdout.lines)
 
 
 CRASH = """

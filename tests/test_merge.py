@@ -11,10 +11,10 @@ import re
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
-from conftest import TokProject, assert_no_crash, merge, rec
+from conftest import FULL, TokProject, assert_no_crash, merge, rec
 
 FAILED = pytest.ExitCode.TESTS_FAILED
 OK = pytest.ExitCode.OK
@@ -210,7 +210,8 @@ def dataset(project: TokProject) -> None:
     project.write("manifest.txt", "\n".join(map(str, range(1, 43))) + "\n")  # 41, 42 missing
 
 
-@settings(max_examples=6, deadline=None,
+# The suite runs the examples below; the full matrix (nox -s full) searches on.
+@settings(max_examples=6, deadline=None, phases=tuple(Phase) if FULL else (Phase.explicit,),
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(assign=st.lists(st.integers(0, NOBODY), min_size=len(FILES), max_size=len(FILES)),
        other_contract=st.booleans())

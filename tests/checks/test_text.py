@@ -1,6 +1,6 @@
 """The text checks (checks/text.py): ids_match_text holds stored ids to the text they were
-tokenised from, record by record, with the real Qwen3 tokenizer (finish_reason is pinned
-with the other faults of raw responses in test_raw.py)."""
+tokenised from, record by record, with the real Qwen3 tokenizer (finish_reason, the other
+text check: test_finish_reason.py)."""
 
 from __future__ import annotations
 

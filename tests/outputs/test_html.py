@@ -216,6 +216,7 @@ def test_hostile_ids_paths_and_text_never_run(browser, pytester: pytest.Pytester
         visit.close()
 
 
+@pytest.mark.full  # scale is the point; the suite draws the small pages above
 def test_ten_thousand_files_stay_small_and_draw_one_table_page(browser, tmp_path: Path):
     files = []
     for k in range(10_000):

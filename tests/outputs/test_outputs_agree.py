@@ -302,6 +302,9 @@ def test_the_progress_clock_starts_after_the_engines_start(pytester: pytest.Pyte
     assert took and float(took.group(1)) < 10, lines  # not the 1,000 s of the engine's start
 
 
+# A local Ray instance takes seconds to start: the suite starts one in run/test_ray.py
+# (test_without_ray_address_a_local_instance_is_started_and_shut_down), this one in full.
+@pytest.mark.full
 def test_ray_keeps_its_own_warnings_out_of_pytests_output(pytester: pytest.Pytester,
                                                          monkeypatch: pytest.MonkeyPatch):
     """A local Ray instance (no RAY_ADDRESS) says "Token authentication is enabled ..." and

@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
-from conftest import UNRELATED_PLUGINS, XDIST_MODES, TokProject, assert_no_crash, failure_section, line_starts, rec, summary_section
+from conftest import FULL, UNRELATED_PLUGINS, XDIST_MODES, TokProject, assert_no_crash, failure_section, line_starts, rec, summary_section
 
 from pytest_tokaudit.sources.base import shard_cuts
 from pytest_tokaudit.sources.digest import RACY_NS, digest_range, file_state
@@ -635,7 +635,8 @@ EDIT = st.tuples(
 )
 
 
-@settings(max_examples=5, deadline=None,
+# The suite runs the examples below (each a race once lost); the full matrix searches on.
+@settings(max_examples=5, deadline=None, phases=tuple(Phase) if FULL else (Phase.explicit,),
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(steps=st.lists(EDIT, min_size=1, max_size=3))
 # The file replaced (same size) right after it was hashed: its new verdict must not be

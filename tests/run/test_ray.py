@@ -10,8 +10,9 @@ the session starts, as a cluster's workers have their storage credentials.
 
 The suite compares a representative project (a sharded file, the bad-input corpus's lines,
 a folder's conftest.py, a dataset check) with an in-process run; the full parity set (the
-whole corpus, compressed and truncated files, Parquet, other contracts) is marked `full`
-and runs in `nox -s full` (docs/version-matrix.md), with the cluster killed mid-run.
+whole corpus, compressed and truncated files, Parquet, other contracts, the whole bill,
+Ray Client addresses) is marked `full` and runs in `nox -s full` (docs/version-matrix.md),
+with the cluster killed mid-run.
 """
 
 from __future__ import annotations
@@ -104,7 +105,14 @@ def stop_group(head: subprocess.Popen) -> None:
             head.wait(timeout=wait)
         except subprocess.TimeoutExpired:
             continue
-        time.sleep(1)  # the raylet's workers leave after the head
+        # The raylet's workers leave after the head: up to a second, done when none is left.
+        deadline = time.monotonic() + 1
+        while time.monotonic() < deadline:
+            try:
+                os.killpg(head.pid, 0)
+            except ProcessLookupError:
+                return
+            time.sleep(0.05)
 
 
 @pytest.fixture(scope="session")
@@ -215,6 +223,7 @@ def test_the_ray_engine_gives_the_same_verdicts_as_in_process(pytester: pytest.P
     assert any("odd: sample s2" in line for line in failure_section(ray, "data/sub/b.jsonl"))
 
 
+@pytest.mark.full  # the parity above, through Ray Client's transport (ray's, not ours)
 def test_ray_client_addresses_give_the_same_verdicts(pytester: pytest.Pytester, ray_cluster,
                                                      monkeypatch: pytest.MonkeyPatch):
     """RAY_ADDRESS=ray://host:port (Ray Client, what a CI runner outside the cluster uses)."""
@@ -748,6 +757,7 @@ def test_ray_workers_run_the_hooks_pytest_registered(pytester: pytest.Pytester, 
     again = pytester.runpytest_subprocess("--tokaudit", "data", *cached, timeout=300)
     assert first.ret == again.ret == local.ret == pytest.ExitCode.TESTS_FAILED
     again.stdout.fnmatch_lines(["tokaudit cache: 1 of 1 audit items reused*"])
+@pytest.mark.full  # the parity of the whole corpus (full too) for the whole bill's contract
 def test_the_whole_bill_audits_the_same_on_ray(pytester: pytest.Pytester, on_ray):
     """Prompt counts through the chat template, the request join and the money by component
     (issue #33): the same verdicts, failure text and report on the cluster."""

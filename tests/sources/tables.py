@@ -1,5 +1,7 @@
 """Rows the columnar source tests write as Parquet and as Arrow IPC, each beside its JSONL
-twin: good rows and one of every way a row breaks a check or is unusable.
+twin: good rows and one of every way a row breaks a check or is unusable; red_twins, which
+audits both, and BIG_ROW_SCRIPT, shared by test_parquet.py and test_parquet_huge_row.py (no
+test module imports another).
 
 Helpers only (no fixtures, no tests), imported by name: `from tables import SCHEMA, corpus`.
 """
@@ -8,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import rec
+from conftest import TokProject, assert_no_crash, rec
 
 pa = pytest.importorskip("pyarrow")
 
@@ -45,3 +47,40 @@ def corpus() -> list[dict]:
     rows[23] = {**good(24), "sample_id": None}
     rows[25] = good(5)  # a repeated id
     return rows
+
+
+def red_twins(project: TokProject) -> tuple[pytest.RunResult, pytest.RunResult]:
+    """The JSONL files under data/ and their Parquet (or Arrow) twins under pq/, each audited
+    in a run of its own; both runs must end red without a crash."""
+    jsonl = project.run("-o", "tokaudit_glob=*.jsonl")
+    parquet = project.run(paths=("pq",))
+    for result in (jsonl, parquet):
+        assert_no_crash(result)
+        assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
+    return jsonl, parquet
+
+
+# A subprocess auditing one file with no check, printing what it read and its peak memory.
+BIG_ROW_SCRIPT = '''
+import json, re, sys
+from pathlib import Path
+sys.path.insert(0, sys.argv[2])
+from audits import CONTRACTS
+from pytest_tokaudit.engine.passes import audit
+from pytest_tokaudit.model.summary import FileSummary
+
+
+class NoChecks:  # what the pass calls of the hook relay: no check of anyone's
+    def pytest_tokaudit_check_record(self, **kw):
+        return []
+
+    pytest_tokaudit_check_batch = pytest_tokaudit_check_record
+
+
+contract = CONTRACTS["default"].replace(max_line_bytes=8 << 20)
+summary = FileSummary(path="x")
+audit(Path(sys.argv[1]), contract, NoChecks(), summary)
+# This process's own high-water mark (ru_maxrss would count the parent's, from before exec).
+peak = int(re.search(r"VmHWM:\\s+(\\d+) kB", Path("/proc/self/status").read_text())[1]) * 1024
+print(json.dumps([summary.records, summary.checked, [(f.line, f.check) for f in summary.shown], peak]))
+'''

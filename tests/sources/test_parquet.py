@@ -9,7 +9,7 @@ import re
 import pytest
 
 from conftest import TokProject, assert_no_crash, failure_section, rec, summary_rows
-from tables import END, INI, OPEN, SCHEMA, THINK, corpus, good
+from tables import BIG_ROW_SCRIPT, END, INI, OPEN, SCHEMA, THINK, corpus, good, red_twins
 
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
@@ -25,17 +25,6 @@ def write_twins(project: TokProject, rows: list[dict], row_group_size: int = 100
 def normalised(lines: list[str]) -> list[str]:
     return [line.replace("pq/twin.parquet:row ", "data/twin.jsonl:").replace(
         "pq/twin.parquet", "data/twin.jsonl") for line in lines]
-
-
-def red_twins(project: TokProject) -> tuple[pytest.RunResult, pytest.RunResult]:
-    """The JSONL files under data/ and their Parquet (or Arrow) twins under pq/, each audited
-    in a run of its own; both runs must end red without a crash."""
-    jsonl = project.run("-o", "tokaudit_glob=*.jsonl")
-    parquet = project.run(paths=("pq",))
-    for result in (jsonl, parquet):
-        assert_no_crash(result)
-        assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
-    return jsonl, parquet
 
 
 def test_a_parquet_file_gets_the_verdicts_of_its_jsonl_twin(project: TokProject):
@@ -449,31 +438,6 @@ def test_a_row_over_the_record_limit_is_a_finding_at_its_row(project: TokProject
             .replace("unreadable row", "unreadable line") for line in section if "line_length" not in line]
     assert twin == [line for line in failure_section(jsonl, "data/twin.jsonl") if "line_length" not in line]
     assert summary_rows(parquet)[name] == summary_rows(jsonl)["data/twin.jsonl"]
-
-
-BIG_ROW_SCRIPT = '''
-import json, re, sys
-from pathlib import Path
-sys.path.insert(0, sys.argv[2])
-from audits import CONTRACTS
-from pytest_tokaudit.engine.passes import audit
-from pytest_tokaudit.model.summary import FileSummary
-
-
-class NoChecks:  # what the pass calls of the hook relay: no check of anyone's
-    def pytest_tokaudit_check_record(self, **kw):
-        return []
-
-    pytest_tokaudit_check_batch = pytest_tokaudit_check_record
-
-
-contract = CONTRACTS["default"].replace(max_line_bytes=8 << 20)
-summary = FileSummary(path="x")
-audit(Path(sys.argv[1]), contract, NoChecks(), summary)
-# This process's own high-water mark (ru_maxrss would count the parent's, from before exec).
-peak = int(re.search(r"VmHWM:\\s+(\\d+) kB", Path("/proc/self/status").read_text())[1]) * 1024
-print(json.dumps([summary.records, summary.checked, [(f.line, f.check) for f in summary.shown], peak]))
-'''
 
 
 HUGE_FILE_SCRIPT = '''

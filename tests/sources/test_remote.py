@@ -661,7 +661,11 @@ CHANGES = {
 }
 
 
-@pytest.mark.parametrize("change", sorted(CHANGES))
+# grows-by-good-records takes grows-by-a-bad-record's path (the size grew) and is green on
+# the second run: in full.
+@pytest.mark.parametrize("change", [
+    pytest.param(c, marks=pytest.mark.full) if c == "grows-by-good-records" else c
+    for c in sorted(CHANGES)])
 def test_an_object_changed_after_listing_fails_saying_so(
     one: TokProject, s3: S3, bucket: str, tmp_path: Path, change: str
 ):

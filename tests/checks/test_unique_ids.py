@@ -1,5 +1,6 @@
-"""The id checks (unique_ids, expected_ids) and the index they judge by (model/idindex.py):
-keys, repeats, their report order, memory, and the expected-ids manifest."""
+"""tokaudit_unique_ids (checks/dataset.py) and the index it judges by (model/idindex.py):
+keys, repeats, their report order, memory. The manifest of tokaudit_expected_ids, judged by
+the same index: test_expected_ids.py."""
 
 from __future__ import annotations
 
@@ -11,12 +12,12 @@ import tracemalloc
 
 import pytest
 
-from conftest import UNRELATED_PLUGINS, TokProject, rec
+from conftest import UNRELATED_PLUGINS, TokProject
 from pytest_tokaudit.model import idindex as ids_module
 from pytest_tokaudit.model.contract import Contract
 from pytest_tokaudit.checks.dataset import DUPLICATES_SHOWN, evaluate
 from pytest_tokaudit.__main__ import standalone_hook
-from pytest_tokaudit.model.idindex import IdIndex, read_manifest
+from pytest_tokaudit.model.idindex import IdIndex
 from pytest_tokaudit.model.summary import IDS, FileSummary
 FAILED = pytest.ExitCode.TESTS_FAILED
 CONTRACT = Contract.from_json({"tokaudit_unique_ids": "true"})
@@ -39,73 +40,7 @@ def unique_ids(index: IdIndex):
     return outcome
 
 
-# -- 4: the manifest ---------------------------------------------------------------------------
-
-@pytest.mark.parametrize("text, line, why", [
-    ('{"id": 1}\n', 1, "no field 'sample_id'"),
-    ('{"sample_id": 1}\n\n{"other": 2}\n', 3, "no field 'sample_id'"),
-    ("1\n1.5\n", 2, "sample_id must be a string or integer, found float"),
-    ("true\n", 1, "sample_id must be a string or integer, found bool"),
-    ("null\n", 1, "sample_id must be a string or integer, found null"),
-    ("[1, 2]\n", 1, "sample_id must be a string or integer, found list"),
-    ('{"sample_id": [1]}\n', 1, "sample_id must be a string or integer, found list"),
-    ('{"sample_id": 1\n', 1, "not valid JSON"),
-    ('"abc\n', 1, "not valid JSON"),
-])
-def test_a_manifest_line_without_a_usable_id_is_an_error_naming_it(tmp_path, text, line, why):
-    path = tmp_path / "manifest.txt"
-    path.write_text(text)
-    with pytest.raises(ValueError) as exc:
-        list(read_manifest(path, ("sample_id",)))
-    assert str(exc.value).startswith(f"{path}:{line}: {why}"), str(exc.value)
-
-
-def test_a_manifest_line_that_is_not_utf8_is_an_error(tmp_path):
-    path = tmp_path / "manifest.txt"
-    path.write_bytes(b"abc\n\xff\xfe\n")
-    with pytest.raises(ValueError, match=r"manifest.txt:2: not UTF-8"):
-        list(read_manifest(path, ("sample_id",)))
-
-
-@pytest.mark.parametrize("text", ["", "\n\n  \n"])
-def test_a_manifest_without_ids_is_an_error(tmp_path, text):
-    path = tmp_path / "manifest.txt"
-    path.write_text(text)
-    with pytest.raises(ValueError, match=r"manifest.txt: no ids$"):
-        list(read_manifest(path, ("sample_id",)))
-
-
-def test_manifest_lines_objects_json_values_and_bare_text(tmp_path):
-    path = tmp_path / "manifest.txt"
-    path.write_text('{"meta": {"id": 7}}\n3\n"x-1"\nplain-id-9\n\n  -4  \n{"meta": {"id": "s"}}\n')
-    assert list(read_manifest(path, ("meta", "id"))) == [7, 3, "x-1", "plain-id-9", -4, "s"]
-
-
-def run_manifest(pytester: pytest.Pytester, manifest: str) -> pytest.RunResult:
-    project = TokProject(pytester, ("-p", "no:xdist"))
-    project.ini(tokaudit_expected_ids="manifest.txt")
-    project.jsonl("data/a.jsonl", [rec(1), rec(2)])
-    project.write("manifest.txt", manifest)
-    return project.run("-rA")
-
-
-def test_a_manifest_of_objects_without_the_id_field_fails_the_check(pytester: pytest.Pytester):
-    result = run_manifest(pytester, '{"id": 1}\n{"id": 2}\n')
-    assert result.ret == FAILED
-    result.stdout.fnmatch_lines(
-        ["*tokaudit::expected_ids: failed: cannot use the manifest: *manifest.txt:1: "
-         "no field 'sample_id'"])
-    assert "expected ids have a record" not in result.stdout.str()
-
-
-def test_an_empty_manifest_fails_the_check(pytester: pytest.Pytester):
-    result = run_manifest(pytester, "\n")
-    assert result.ret == FAILED
-    result.stdout.fnmatch_lines(
-        ["*tokaudit::expected_ids: failed: cannot use the manifest: *manifest.txt: no ids"])
-
-
-# -- 6: distinct values are distinct ids -------------------------------------------------------
+# -- distinct values are distinct ids ---------------------------------------------------------
 
 LOOKALIKES = [2**63, "\x009223372036854775808", -1, "\x00-1", 1, "1", 2**53, "\x009007199254740992",
               "sample-1", "sample-01", "sample-001", "1.0", "", "x", -(2**70), 2**70]
@@ -222,7 +157,7 @@ def test_prefixes_past_the_limit_are_hashed_and_still_found(monkeypatch):
     assert all(v in index for v in first) and "p9-9" in index and "p9-8" not in index
 
 
-# -- 9: the report is a function of the data ---------------------------------------------------
+# -- the report is a function of the data -----------------------------------------------------
 
 def sharded(n_dups: int) -> list[FileSummary]:
     """Four shards of a.jsonl (lines relative to each shard) and b.jsonl; ids repeat across."""
@@ -301,7 +236,7 @@ def test_duplicates_of_a_sharded_file_under_xdist_are_listed_in_file_order(pytes
     assert shown[-1] == "... and 10 more duplicated ids"
 
 
-# -- 21: memory ----------------------------------------------------------------------------------
+# -- memory -----------------------------------------------------------------------------------
 
 def traced(build):
     gc.collect()
@@ -316,7 +251,13 @@ def traced(build):
 N = 60_000
 
 
-@pytest.mark.parametrize("kind, limit", [("int", 18), ("counter", 18), ("opaque", 24)])
+# The suite measures integer ids; string ids, counted and hashed, cost seconds more each
+# under tracemalloc and run in the full matrix (nox -s full).
+@pytest.mark.parametrize("kind, limit", [
+    ("int", 18),
+    pytest.param("counter", 18, marks=pytest.mark.full),
+    pytest.param("opaque", 24, marks=pytest.mark.full),
+])
 def test_memory_per_id_and_repeats(kind, limit):
     rnd = random.Random(2)
     if kind == "int":
@@ -337,7 +278,7 @@ def test_memory_per_id_and_repeats(kind, limit):
     assert (twice - once) / N <= per_repeat, f"{(twice - once) / N:.1f} bytes per repeat"
 
 
-# -- folding in chunks -------------------------------------------------------------------------
+# -- folding in chunks ------------------------------------------------------------------------
 
 def naive_duplicates(parts: list[FileSummary]) -> list[tuple[object, list[str]]]:
     """What unique_ids must report, from a plain dict of (type, value) -> places."""

