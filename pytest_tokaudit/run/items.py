@@ -198,11 +198,8 @@ class DeferLast:
     may follow one whose protocol was put off, or pytest's teardown between them breaks.
 
     On an xdist worker they run nothing (the controller judges them) but are still sent
-    like any item, and xdist's load scheduler starts each worker with a pair of
-    consecutive items: with the deferred items last, a file of two shards went to one
-    worker as a pair and the other got two deferred items, then idled. There, each
-    deferred item follows a data item instead; its protocol does the teardown between
-    them (Collector.pytest_runtest_protocol)."""
+    like any item, and the order there decides how xdist's load scheduler spreads the
+    work (interleaved)."""
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -212,14 +209,27 @@ class DeferLast:
 
 
 def interleaved(items: list[pytest.Item]) -> list[pytest.Item]:
-    """Data items with one deferred item after each, the rest of either kind at the end."""
+    """The order on an xdist worker: one deferred item before each data item, the rest of
+    either kind at the end; the audit items largest first.
+
+    xdist's load scheduler hands each worker its first items in consecutive pairs, then
+    one more each time the worker finishes one and holds fewer than two. A deferred item
+    finishes at once: after a data item (the order before), the worker that finished a
+    big shard first took one small shard for the data item and another for the deferred
+    one, and the other worker idled (a 300 MB file at 128 MiB: one worker 128 + 15 + 15 MB,
+    the other 128 MB). Before each data item, the deferred items are done at the start,
+    each worker's first pair is a data item, and the rest goes one by one to whichever
+    worker is free. Largest first (stable: a file's shards keep their order), so the
+    last items handed out are the small ones."""
     run = [i for i in items if not isinstance(i, DeferredItem)]
     later: list[pytest.Item] = [i for i in items if isinstance(i, DeferredItem)]
+    audits = iter(sorted((i for i in run if isinstance(i, AuditItem)), key=lambda i: -i.weight))
+    run = [next(audits) if isinstance(i, AuditItem) else i for i in run]  # other tests stay put
     out: list[pytest.Item] = []
     for k, item in enumerate(run):
-        out.append(item)
         if k < len(later):
             out.append(later[k])
+        out.append(item)
     return out + later[len(run):]
 
 
@@ -301,12 +311,15 @@ class FileItems(pytest.Collector):
             raise self.CollectError(f"pytest_tokaudit_contract: {exc}") from None
         # Stat, never parse: every xdist worker collects every file and must agree.
         source = source_of(self.source)
-        parts = source.parts(self.source, self.source_size(), contract.shard_size)
+        size = self.source_size()
+        parts = source.parts(self.source, size, contract.shard_size)
         if parts is None:
-            yield self.audit_item.from_parent(self, name="tokaudit", contract=contract)
+            yield self.audit_item.from_parent(self, name="tokaudit", contract=contract,
+                                              weight=size or 0)
             return
         n = len(parts)
         for i, part in enumerate(parts):
+            start, end = part.byte_range
             yield self.audit_item.from_parent(
                 self,
                 name=f"tokaudit[shard {i + 1}]",
@@ -314,6 +327,8 @@ class FileItems(pytest.Collector):
                 shard=(i, n),
                 byte_range=part.byte_range,
                 groups=part.groups,
+                # A JSONL shard's bytes; a run of row groups: its share of the file.
+                weight=end - start if end is not None and part.groups is None else (size or 0) // n,
             )
         yield self.whole_item.from_parent(self, name="tokaudit[file]", contract=contract)
 
@@ -345,11 +360,15 @@ class AuditItem(TokauditItem):
         shard: tuple[int, int] | None = None,
         byte_range: tuple[int, int | None] = (0, None),
         groups: tuple[int, int] | None = None,
+        weight: int = 0,
         **kwargs: Any,
     ):
         super().__init__(**kwargs)
         self.contract = contract
         self.shard = shard
+        # About how many bytes it reads (from the stat at collection): xdist workers order
+        # the items by it (interleaved).
+        self.weight = weight
         # A JSONL shard's bytes; a Parquet shard's row groups, byte_range[0] the rows before.
         self.byte_range = byte_range
         self.groups = groups
