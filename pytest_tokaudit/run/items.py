@@ -39,7 +39,7 @@ from ..model.summary import PROPERTY, FileSummary
 from ..sources.base import Part
 from ..sources.lines import shard_lines
 from .cache import entry_for, reuse
-from .compat import failure_repr, teardown_towards
+from .compat import failure_repr, teardown_towards, xdist_hands_out_units
 from .config import CONTRACT, CollectUsageError, file_contract
 from .engines import ENGINE, EngineError, Result, Task
 from .keys import METER, SINK
@@ -198,14 +198,18 @@ class DeferLast:
     may follow one whose protocol was put off, or pytest's teardown between them breaks.
 
     On an xdist worker they run nothing (the controller judges them) but are still sent
-    like any item, and the order there decides how xdist's load scheduler spreads the
-    work (interleaved)."""
+    like any item, and the order there decides how xdist's scheduler spreads the work:
+    interleaved for `load` and `worksteal`; for `loadgroup` (units in turn) the data items
+    largest first, then the deferred ones."""
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
         items.sort(key=lambda item: isinstance(item, DeferredItem))
         if hasattr(config, "workerinput"):
-            items[:] = interleaved(items)
+            # In turn, [big, small, big, small] gives each of two workers a big and a small
+            # one; a deferred item between them (interleaved) would give one worker both big
+            # ones and the other the deferred items.
+            items[:] = largest_first(items) if xdist_hands_out_units(config) else interleaved(items)
 
 
 def interleaved(items: list[pytest.Item]) -> list[pytest.Item]:
@@ -221,16 +225,21 @@ def interleaved(items: list[pytest.Item]) -> list[pytest.Item]:
     each worker's first pair is a data item, and the rest goes one by one to whichever
     worker is free. Largest first (stable: a file's shards keep their order), so the
     last items handed out are the small ones."""
-    run = [i for i in items if not isinstance(i, DeferredItem)]
+    run = largest_first([i for i in items if not isinstance(i, DeferredItem)])
     later: list[pytest.Item] = [i for i in items if isinstance(i, DeferredItem)]
-    audits = iter(sorted((i for i in run if isinstance(i, AuditItem)), key=lambda i: -i.weight))
-    run = [next(audits) if isinstance(i, AuditItem) else i for i in run]  # other tests stay put
     out: list[pytest.Item] = []
     for k, item in enumerate(run):
         if k < len(later):
             out.append(later[k])
         out.append(item)
     return out + later[len(run):]
+
+
+def largest_first(items: list[pytest.Item]) -> list[pytest.Item]:
+    """The audit items largest first (stable: a file's shards keep their order), in the
+    places audit items held: other tests stay where they were."""
+    audits = iter(sorted((i for i in items if isinstance(i, AuditItem)), key=lambda i: -i.weight))
+    return [next(audits) if isinstance(i, AuditItem) else i for i in items]
 
 
 def dataset_items(session: pytest.Session) -> list[DatasetItem]:

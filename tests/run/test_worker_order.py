@@ -35,7 +35,7 @@ def test_a_worker_runs_the_deferred_items_first_then_the_largest_items_first(gat
     run = gate.run("-n", "1", "-v")
     assert_no_internal_error(run)
     assert run.ret == pytest.ExitCode.OK, run
-    ran = re.findall(r"^\[gw0\] .*?PASSED (\S+)", run.out, re.M)
+    ran = re.findall(r"^\[gw0\] .*?PASSED ([^\s\[]+(?:\[shard \d+\])?)", run.out, re.M)
     assert ran == [
         "data/big.jsonl::tokaudit[shard 1]",
         "data/big.jsonl::tokaudit[shard 2]",
@@ -47,3 +47,20 @@ def test_a_worker_runs_the_deferred_items_first_then_the_largest_items_first(gat
     # Judged by the controller after the data items, as in one process.
     assert run.outcome("data/big.jsonl::tokaudit[file]") == "PASSED", run
     assert run.outcome("pytest.ini::tokaudit::coverage") == "PASSED", run
+
+
+def test_under_loadgroup_each_of_two_workers_gets_a_big_and_a_small_shard(gate: Gate):
+    """`--dist loadgroup` hands out one item to each worker in turn (then again, before any
+    has finished): with the deferred items between the data items, one worker got both
+    whole cells and the other the deferred items and the two halves."""
+    gate.ini(tokaudit_shard_size=SHARD, tokaudit_count_mean_rel="")
+    big = jsonl_bytes(rec(i, 10) for i in range(1, 42))
+    assert len(shard_cuts(len(big), SHARD)) == 5  # two whole cells, two halves
+    gate.write("data/big.jsonl", big)
+    run = gate.run("-n", "2", "--dist", "loadgroup", "-v")
+    assert_no_internal_error(run)
+    assert run.ret == pytest.ExitCode.OK, run
+    worker = {shard: gw for gw, shard in re.findall(r"^\[(gw\d)\] .*?PASSED \S+\[shard (\d)\]",
+                                                    run.out, re.M)}
+    assert sorted(worker) == ["1", "2", "3", "4"], run
+    assert worker["1"] != worker["2"] and worker["3"] != worker["4"], (worker, run)
