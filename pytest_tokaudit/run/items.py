@@ -214,7 +214,7 @@ class DeferLast:
 
 def interleaved(items: list[pytest.Item]) -> list[pytest.Item]:
     """The order on an xdist worker: one deferred item before each data item, the rest of
-    either kind at the end; the audit items largest first.
+    either kind at the end; the files with the largest parts first (largest_first).
 
     xdist's load scheduler hands each worker its first items in consecutive pairs, then
     one more each time the worker finishes one and holds fewer than two. A deferred item
@@ -223,8 +223,7 @@ def interleaved(items: list[pytest.Item]) -> list[pytest.Item]:
     one, and the other worker idled (a 300 MB file at 128 MiB: one worker 128 + 15 + 15 MB,
     the other 128 MB). Before each data item, the deferred items are done at the start,
     each worker's first pair is a data item, and the rest goes one by one to whichever
-    worker is free. Largest first (stable: a file's shards keep their order), so the
-    last items handed out are the small ones."""
+    worker is free. Large files first, so the last items handed out are small."""
     run = largest_first([i for i in items if not isinstance(i, DeferredItem)])
     later: list[pytest.Item] = [i for i in items if isinstance(i, DeferredItem)]
     out: list[pytest.Item] = []
@@ -236,10 +235,16 @@ def interleaved(items: list[pytest.Item]) -> list[pytest.Item]:
 
 
 def largest_first(items: list[pytest.Item]) -> list[pytest.Item]:
-    """The audit items largest first (stable: a file's shards keep their order), in the
-    places audit items held: other tests stay where they were."""
-    audits = iter(sorted((i for i in items if isinstance(i, AuditItem)), key=lambda i: -i.weight))
-    return [next(audits) if isinstance(i, AuditItem) else i for i in items]
+    """The audit items of the files with the largest parts first, in the places audit items
+    held (other tests stay where they were). A file's items stay together and in their
+    order (a compressed file's frame runs are uneven): --dist loadfile runs them in that
+    order, and a failing shard numbers its lines from the one its worker ran before."""
+    audits = [i for i in items if isinstance(i, AuditItem)]
+    largest: dict[int, int] = {}
+    for item in audits:
+        largest[id(item.parent)] = max(largest.get(id(item.parent), 0), item.weight)
+    ordered = iter(sorted(audits, key=lambda i: -largest[id(i.parent)]))  # stable
+    return [next(ordered) if isinstance(i, AuditItem) else i for i in items]
 
 
 def dataset_items(session: pytest.Session) -> list[DatasetItem]:

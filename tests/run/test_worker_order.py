@@ -39,9 +39,9 @@ def test_a_worker_runs_the_deferred_items_first_then_the_largest_items_first(gat
     assert ran == [
         "data/big.jsonl::tokaudit[shard 1]",
         "data/big.jsonl::tokaudit[shard 2]",
-        "data/a_medium.jsonl::tokaudit",
         "data/big.jsonl::tokaudit[shard 3]",
         "data/big.jsonl::tokaudit[shard 4]",
+        "data/a_medium.jsonl::tokaudit",
         "data/c_small.jsonl::tokaudit",
     ], run
     # Judged by the controller after the data items, as in one process.
