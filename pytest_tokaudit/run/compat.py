@@ -152,3 +152,11 @@ def write_above(terminalreporter: Any, text: str) -> None:
         tw.write(line)  # again: pytest's next dots and its [ NN%] follow on
         terminalreporter.currentfspath = path
     terminalreporter.flush()
+
+
+def xdist_hands_out_units(config: pytest.Config) -> bool:
+    """On an xdist worker: whether the controller runs `--dist loadgroup`, whose scheduler
+    hands out work units in turn (one to each worker, again, then one to each that
+    finishes) rather than `load`'s consecutive pairs. The worker's `dist` is "no"; xdist
+    keeps this one flag for it (xdist.remote.setup_config)."""
+    return bool(getattr(config.option, "loadgroup", False))

@@ -39,7 +39,7 @@ from ..model.summary import PROPERTY, FileSummary
 from ..sources.base import Part
 from ..sources.lines import shard_lines
 from .cache import entry_for, reuse
-from .compat import failure_repr, teardown_towards
+from .compat import failure_repr, teardown_towards, xdist_hands_out_units
 from .config import CONTRACT, CollectUsageError, file_contract
 from .engines import ENGINE, EngineError, Result, Task
 from .keys import METER, SINK
@@ -198,29 +198,53 @@ class DeferLast:
     may follow one whose protocol was put off, or pytest's teardown between them breaks.
 
     On an xdist worker they run nothing (the controller judges them) but are still sent
-    like any item, and xdist's load scheduler starts each worker with a pair of
-    consecutive items: with the deferred items last, a file of two shards went to one
-    worker as a pair and the other got two deferred items, then idled. There, each
-    deferred item follows a data item instead; its protocol does the teardown between
-    them (Collector.pytest_runtest_protocol)."""
+    like any item, and the order there decides how xdist's scheduler spreads the work:
+    interleaved for `load` and `worksteal`; for `loadgroup` (units in turn) the data items
+    largest first, then the deferred ones."""
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
         items.sort(key=lambda item: isinstance(item, DeferredItem))
         if hasattr(config, "workerinput"):
-            items[:] = interleaved(items)
+            # In turn, [big, small, big, small] gives each of two workers a big and a small
+            # one; a deferred item between them (interleaved) would give one worker both big
+            # ones and the other the deferred items.
+            items[:] = largest_first(items) if xdist_hands_out_units(config) else interleaved(items)
 
 
 def interleaved(items: list[pytest.Item]) -> list[pytest.Item]:
-    """Data items with one deferred item after each, the rest of either kind at the end."""
-    run = [i for i in items if not isinstance(i, DeferredItem)]
+    """The order on an xdist worker: one deferred item before each data item, the rest of
+    either kind at the end; the files with the largest parts first (largest_first).
+
+    xdist's load scheduler hands each worker its first items in consecutive pairs, then
+    one more each time the worker finishes one and holds fewer than two. A deferred item
+    finishes at once: after a data item (the order before), the worker that finished a
+    big shard first took one small shard for the data item and another for the deferred
+    one, and the other worker idled (a 300 MB file at 128 MiB: one worker 128 + 15 + 15 MB,
+    the other 128 MB). Before each data item, the deferred items are done at the start,
+    each worker's first pair is a data item, and the rest goes one by one to whichever
+    worker is free. Large files first, so the last items handed out are small."""
+    run = largest_first([i for i in items if not isinstance(i, DeferredItem)])
     later: list[pytest.Item] = [i for i in items if isinstance(i, DeferredItem)]
     out: list[pytest.Item] = []
     for k, item in enumerate(run):
-        out.append(item)
         if k < len(later):
             out.append(later[k])
+        out.append(item)
     return out + later[len(run):]
+
+
+def largest_first(items: list[pytest.Item]) -> list[pytest.Item]:
+    """The audit items of the files with the largest parts first, in the places audit items
+    held (other tests stay where they were). A file's items stay together and in their
+    order (a compressed file's frame runs are uneven): --dist loadfile runs them in that
+    order, and a failing shard numbers its lines from the one its worker ran before."""
+    audits = [i for i in items if isinstance(i, AuditItem)]
+    largest: dict[int, int] = {}
+    for item in audits:
+        largest[id(item.parent)] = max(largest.get(id(item.parent), 0), item.weight)
+    ordered = iter(sorted(audits, key=lambda i: -largest[id(i.parent)]))  # stable
+    return [next(ordered) if isinstance(i, AuditItem) else i for i in items]
 
 
 def dataset_items(session: pytest.Session) -> list[DatasetItem]:
@@ -301,12 +325,15 @@ class FileItems(pytest.Collector):
             raise self.CollectError(f"pytest_tokaudit_contract: {exc}") from None
         # Stat, never parse: every xdist worker collects every file and must agree.
         source = source_of(self.source)
-        parts = source.parts(self.source, self.source_size(), contract.shard_size)
+        size = self.source_size()
+        parts = source.parts(self.source, size, contract.shard_size)
         if parts is None:
-            yield self.audit_item.from_parent(self, name="tokaudit", contract=contract)
+            yield self.audit_item.from_parent(self, name="tokaudit", contract=contract,
+                                              weight=size or 0)
             return
         n = len(parts)
         for i, part in enumerate(parts):
+            start, end = part.byte_range
             yield self.audit_item.from_parent(
                 self,
                 name=f"tokaudit[shard {i + 1}]",
@@ -314,6 +341,8 @@ class FileItems(pytest.Collector):
                 shard=(i, n),
                 byte_range=part.byte_range,
                 groups=part.groups,
+                # A JSONL shard's bytes; a run of row groups: its share of the file.
+                weight=end - start if end is not None and part.groups is None else (size or 0) // n,
             )
         yield self.whole_item.from_parent(self, name="tokaudit[file]", contract=contract)
 
@@ -345,11 +374,15 @@ class AuditItem(TokauditItem):
         shard: tuple[int, int] | None = None,
         byte_range: tuple[int, int | None] = (0, None),
         groups: tuple[int, int] | None = None,
+        weight: int = 0,
         **kwargs: Any,
     ):
         super().__init__(**kwargs)
         self.contract = contract
         self.shard = shard
+        # About how many bytes it reads (from the stat at collection): xdist workers order
+        # the items by it (interleaved).
+        self.weight = weight
         # A JSONL shard's bytes; a Parquet shard's row groups, byte_range[0] the rows before.
         self.byte_range = byte_range
         self.groups = groups
