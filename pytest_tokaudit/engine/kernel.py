@@ -58,13 +58,17 @@ class Kernel:
             contract, how, plain, summary, hook)
         self.tokens = (contract.require_once_ids + contract.forbid_ids) if how.structure_check else ()
         self.last = numpy.array(contract.require_last_ids, dtype=numpy.int64)
+        # What a source may write in the cells of `flat` between two rows' ids.
+        self.filler = next(v for v in range(len(self.tokens) + 1) if v not in self.tokens)
 
-    def judge(self, flat: Any, lens: Any, billed: Any) -> tuple[Any, Any, Any, Any]:
-        """(ok, readable, |diff|, ends) of each row: within every rule, its ids readable
+    def judge(self, flat: Any, lens: Any, billed: Any, ends: Any) -> tuple[Any, Any, Any, Any]:
+        """(ok, readable, |diff|, hits) of each row: within every rule, its ids readable
         (no negative one: a schema finding, which the per-line path words), billed -
-        counted, and where its ids end in `flat`."""
+        counted, and how often each token checked occurs in it. A row's ids are the `lens`
+        before its `ends` in `flat`; between two rows there may be cells that are no id
+        (a source's headers), holding `self.filler`: never negative nor a token."""
         np, contract, how = self.np, self.contract, self.how
-        ends = np.cumsum(lens)
+        hits: dict[int, Any] = {}
         # One pass over the ids: the candidates are the ids at or above the least token
         # checked, and the negative ones (above every token as unsigned); the rest of
         # the work is on those few. Where they are many (a token id as small as the
@@ -91,27 +95,36 @@ class Kernel:
         if how.count_check:  # model.rules' count rule, element-wise
             ok &= diff <= count_tolerance(contract, billed.astype(np.float64), np.maximum)
         if how.structure_check:
+            for token in self.tokens:
+                if token not in hits:
+                    hits[token] = per_row(vals == token)
             for token in contract.require_once_ids:
-                ok &= per_row(vals == token) == 1
+                ok &= hits[token] == 1
             for token in contract.forbid_ids:
-                ok &= per_row(vals == token) == 0
+                ok &= hits[token] == 0
             if contract.require_last_ids:
                 last = flat[np.maximum(ends - 1, 0)] if len(flat) else np.zeros(len(lens), np.int64)
                 last = np.where(lens > 0, last, -1)  # -1: no tokens, never a token id
                 ok &= np.isin(last, self.last)
-        return ok, readable, diff, ends
+        return ok, readable, diff, hits
 
     def fold(self, n: int, line0: int, odd: list[int], rows: list[int], flat: Any,
              n_ids: list[int], counts: list[int], record_ids: list[Any], skipped: int,
-             take_odd: Callable[[int], None]) -> None:
+             take_odd: Callable[[int], None], starts: Any = None) -> None:
         """One batch of n rows, numbered line0 + 1 on: the parsed `rows` (with their ids in
-        `flat`, `n_ids` of each, their billed `counts` and `record_ids`) checked and folded,
-        the `odd` rows (sorted) handed to `take_odd` in their place."""
+        `flat`, `n_ids` of each from its `starts`, else one after the other, their billed
+        `counts` and `record_ids`) checked and folded, the `odd` rows (sorted) handed to
+        `take_odd` in their place."""
         np, summary = self.np, self.summary
         if rows:
             lens = np.array(n_ids, dtype=np.int64)
             billed = np.array(counts, dtype=np.int64)
-            ok, readable, diff, ends = self.judge(flat, lens, billed)
+            if starts is None:
+                ends = np.cumsum(lens)
+                starts = ends - lens
+            else:
+                ends = starts + lens
+            ok, readable, diff, hits = self.judge(flat, lens, billed, ends)
             good = np.flatnonzero(ok)
             # A record the count or structure rule fails is a record all the same: its
             # findings come from the checks' own hooks, called on it as a light record
@@ -122,8 +135,8 @@ class Kernel:
                 odd = sorted(odd + [rows[k] for k in unread.tolist()])
             if len(good):
                 self.fold_clean(good, line0, rows, billed, lens, diff, counts, n_ids, record_ids)
-            starts = ends - lens
-            bad = {k: (flat, int(starts[k]), int(ends[k])) for k in failed.tolist()}
+            bad = {k: (flat, int(starts[k]), int(ends[k]), {t: int(h[k]) for t, h in hits.items()})
+                   for k in failed.tolist()}
             good_rows = sorted(good.tolist() + list(bad)) if bad else good.tolist()
         else:
             good_rows = []
@@ -198,7 +211,7 @@ class _Rows(Sequence[Any]):
     their columns (model.records.Columns) for the built-in batch hooks."""
 
     def __init__(self, columns: Columns, keys: list[int], n_ids: list[int],
-                 bad: dict[int, tuple[Any, int, int]]):
+                 bad: dict[int, tuple[Any, int, int, dict[int, int]]]):
         self.columns, self.keys, self.n_ids, self.bad = columns, keys, n_ids, bad
 
     def __len__(self) -> int:
@@ -236,12 +249,12 @@ class _Failed:
     """A parsed record the count or structure rule fails, as its checks read it: the
     count, the ids' number, last id and token counts, from its slice of the batch's ids."""
 
-    __slots__ = ("line", "id", "count", "n_ids", "_flat", "_start", "_end")
+    __slots__ = ("line", "id", "count", "n_ids", "_flat", "_start", "_end", "_hits")
 
     def __init__(self, line: int, record_id: Any, count: int, n_ids: int, flat: Any, start: int,
-                 end: int):
+                 end: int, hits: dict[int, int]):
         self.line, self.id, self.count, self.n_ids = line, record_id, count, n_ids
-        self._flat, self._start, self._end = flat, start, end
+        self._flat, self._start, self._end, self._hits = flat, start, end, hits
 
     def __getattr__(self, name: str) -> Any:  # never a silent half-record
         raise AttributeError(f"record.{name}: the columnar path hands a per-record check "
@@ -252,6 +265,9 @@ class _Failed:
         return int(self._flat[self._end - 1]) if self._end > self._start else None
 
     def count_each(self, tokens: tuple[int, ...]) -> list[int]:
+        hits = self._hits  # the structure check's tokens, counted by the kernel already
+        if all(t in hits for t in tokens):
+            return [hits[t] for t in tokens]
         ids = self._flat[self._start:self._end]
         return [int((ids == t).sum()) for t in tokens]
 
