@@ -229,10 +229,11 @@ class _Rows(Sequence[Any]):
         return (self[i] for i in range(len(self.keys)))
 
     def failed(self) -> Iterator[_Failed]:
-        if self.bad:
-            for i, k in enumerate(self.keys):
-                if k in self.bad:
-                    yield self[i]
+        keys = self.keys  # ascending
+        for k in sorted(self.bad):
+            i = bisect.bisect_left(keys, k)
+            if i < len(keys) and keys[i] == k:  # this run's
+                yield self[i]
 
     def at_lines(self, lines: set[Any]) -> list[Any]:
         """The records at these lines (the columns' lines are ascending)."""
