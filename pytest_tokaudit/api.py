@@ -29,6 +29,7 @@ import os
 import sys
 from collections import Counter, deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from itertools import islice
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,8 @@ from .checks import DATASET, RECORD, load
 from .checks.dataset import IdsChannel, evaluate
 from .checks.join import request_files
 from .checks.standalone import standalone_hook
+from .engine.dicts import DictPass
+from .engine.dicts import plan as dict_plan
 from .engine.observers import NONE, Observers, Recorder
 from .engine.passes import audit
 from .engine.plain import PlainPass, check_file
@@ -449,6 +452,12 @@ class RecordAudit(Iterator[AuditFinding]):
         self._batch = max(1, batch)
         self._pending = 0
         self._done = False
+        # The built-in checks over batches of dicts (engine/kernel.py), where they are
+        # all that reads a record: the per-record hooks then run only on records that fail.
+        how = dict_plan(self.contract, hook)
+        self._items: list[Any] = []
+        self._dicts = None if how is None else DictPass(
+            self.contract, how, self._pass, self.file_summary, hook, self._take_one)
 
     @property
     def summary(self) -> Totals:
@@ -485,6 +494,15 @@ class RecordAudit(Iterator[AuditFinding]):
         return found
 
     def _step(self) -> None:
+        if self._dicts is not None:  # a batch's items at once
+            items = list(islice(self._records, self._batch - len(self._items)))
+            if not items:
+                self._finish()
+                return
+            self._items += items
+            if len(self._items) >= self._batch:
+                self._flush()
+            return
         try:
             item = next(self._records)
         except StopIteration:
@@ -493,9 +511,21 @@ class RecordAudit(Iterator[AuditFinding]):
         self._take(item)
 
     def _take(self, item: Any) -> None:
-        summary, take = self.file_summary, self._pass
+        if self._dicts is not None:
+            self._items.append(item)
+            if len(self._items) >= self._batch:
+                self._flush()
+            return
+        summary = self.file_summary
         summary.lines += 1
-        line = summary.lines
+        self._take_one(summary.lines, item)
+        self._pending += 1
+        if self._pending >= self._batch:
+            self._flush()
+
+    def _take_one(self, line: int, item: Any) -> None:
+        """One item through the per-line path (its line counted already)."""
+        summary, take = self.file_summary, self._pass
         if type(item) is dict:
             take.take_parsed(line, parse_object(item, line, self.contract))
         elif isinstance(item, (str, bytes, bytearray, memoryview)):
@@ -508,11 +538,12 @@ class RecordAudit(Iterator[AuditFinding]):
             take.take(line, len(raw) if len(raw) > self._limit else body)
         else:  # a list, a number...: no record, as the JSON line `[1, 2]` is none
             take.take_parsed(line, parse_object(item, line, self.contract))
-        self._pending += 1
-        if self._pending >= self._batch:
-            self._flush()
 
     def _flush(self) -> None:
+        if self._items:
+            assert self._dicts is not None
+            items, self._items = self._items, []
+            self._dicts.fold(items)
         if self._pass.batch or self._pass.unusable:
             self._pass.flush()
         self._pending = 0

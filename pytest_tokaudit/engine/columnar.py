@@ -20,21 +20,19 @@ path; =1 uses this one whenever it is valid, whatever the part's size.
 
 from __future__ import annotations
 
-import bisect
+import functools
 import os
 from pathlib import Path
-from typing import Any, Iterator, NamedTuple, Sequence
+from typing import Any, Iterator, NamedTuple
 
-from ..base.findings import Finding, as_findings
+from ..base.findings import Finding
 from ..model.contract import Contract
-from ..model.records import Columns
-from ..model.figures import SAMPLE, TAIL, Figures, diff_bins, length_bins, priorities
-from ..model.rules import count_tolerance, signed_difference
-from ..model.summary import FileSummary, SummaryView
+from ..model.summary import FileSummary
 from ..sources.base import LfsPointer, ReadError
 from ..sources.jsonl import JSON_WS, line_range, read_chunks
 from .observers import NONE, Observers
-from .plain import RECORD, PlainPass, answer, read_error_text
+from .kernel import Kernel, fold_figures  # noqa: F401 - fold_figures: its old home
+from .plain import PlainPass, read_error_text
 
 ENV = "TOKAUDIT_COLUMNAR"
 
@@ -393,135 +391,27 @@ class _Columns:
                 doc = None
         return out
 
-    def run(self, records: _Rows) -> None:
-        """A run of parsed records: the per-record hooks on those the columns failed (the
-        clean ones are folded already), then the batch hooks on all, as plain.py does."""
-        found: list[Finding] = []
-        hook, contract, summary = self.hook, self.contract, self.summary
-        for record in records.failed():
-            summary.add_counts(record.line, record.id, record.count, record.n_ids)
-            for result in hook.pytest_tokaudit_check_record(record=record, contract=contract):
-                for f in answer(result, RECORD, hook):
-                    if f.line is None:
-                        f = Finding(f.check, f.message, record.line, record.id, f.allowable)
-                    found.append(f)
-        for result in hook.pytest_tokaudit_check_batch(
-            records=records, contract=contract, summary=SummaryView(summary), unusable=[],
-        ):
-            found.extend(as_findings(result))
-        if found:
-            found.sort(key=lambda f: f.line or 0)
-            summary.add_record_findings(found)
+    @functools.cached_property
+    def kernel(self) -> Kernel:
+        return Kernel(self.contract, self.how, self.plain, self.summary, self.hook)
 
     def fold(self, cut: _Cut, n: int, line0: int, odd: list[int], rows: list[int],
              bufs: list[Any], counts: list[int], record_ids: list[Any], n_ids: list[int],
              skipped: int) -> int:
-        """Check the parsed rows column-wise; fold those that pass, hand on the rest."""
-        np, contract, how, summary = self.np, self.contract, self.how, self.summary
-        if rows:
-            lens = np.array(n_ids, dtype=np.int64)
-            billed = np.array(counts, dtype=np.int64)
-            flat = np.frombuffer(b"".join(bufs), dtype=np.int64)
-            ends = np.cumsum(lens)
-
-            # One pass over the ids: the candidates are the ids at or above the least token
-            # checked, and the negative ones (above every token as unsigned); the rest of
-            # the work is on those few. Where they are many (a token id as small as the
-            # common ones), each token gets its own pass.
-            tokens = (contract.require_once_ids + contract.forbid_ids) if how.structure_check else ()
-            floor = min(tokens, default=I64_MAX)
-            cand = np.flatnonzero(flat.view(np.uint64) >= floor)
-            if len(cand) * 8 > len(flat):
-                cand = None
-                vals = row_of = flat
-            else:
-                vals, row_of = flat[cand], np.searchsorted(ends, cand, side="right")
-
-            def per_row(mask: Any) -> Any:
-                """How many elements of each row the mask over the candidates marks."""
-                at = np.flatnonzero(mask)
-                if cand is not None:
-                    return np.bincount(row_of[at], minlength=len(lens))
-                return np.bincount(np.searchsorted(ends, at, side="right"), minlength=len(lens))
-
-            negative = vals < 0
-            ok = per_row(negative) == 0 if negative.any() else np.ones(len(lens), bool)
-            readable = ok.copy()  # a negative id is a schema finding: the per-line path
-            diff = np.abs(signed_difference(billed, lens))
-            if how.count_check:  # model.rules' count rule, element-wise
-                ok &= diff <= count_tolerance(contract, billed.astype(np.float64), np.maximum)
-            if how.structure_check:
-                for token in contract.require_once_ids:
-                    ok &= per_row(vals == token) == 1
-                for token in contract.forbid_ids:
-                    ok &= per_row(vals == token) == 0
-                if contract.require_last_ids:
-                    last = flat[np.maximum(ends - 1, 0)] if len(flat) else np.zeros(len(lens), np.int64)
-                    last = np.where(lens > 0, last, -1)  # -1: no tokens, never a token id
-                    ok &= np.isin(last, np.array(contract.require_last_ids, dtype=np.int64))
-            good = np.flatnonzero(ok)
-            if self.plain.sink is None:
-                # A record the count or structure rule fails is a record all the same:
-                # its findings come from the checks' own hooks, called on it as a light
-                # record over its slice of the ids (in `run`), not from a second parse.
-                unread = np.flatnonzero(~readable)
-                failed = np.flatnonzero(readable & ~ok)
-            else:  # --tokaudit-failures: the per-line path words and writes each one
-                unread = np.flatnonzero(~ok)
-                failed = unread[:0]
-            if len(unread):
-                order = np.array(rows, dtype=np.int64)
-                odd = sorted(odd + order[unread].tolist())
-            starts = ends - lens
-            n_clean = len(good)
-            if n_clean:
-                summary.checked += n_clean
-                summary.billed += int(billed[good].sum())
-                summary.counted += int(lens[good].sum())
-                worse = diff[good]
-                summary.absdiff += int(worse.sum())
-                summary.max_absdiff = max(summary.max_absdiff, int(worse.max()))
-                some = good[worse > 0]
-                if len(some):
-                    d = diff[some]
-                    top = some[np.lexsort((some, -d))[:WORST]]  # |diff| down, earliest line first
-                    for k in top.tolist():
-                        summary.rank(int(diff[k]), line0 + rows[k] + 1, record_ids[k], counts[k],
-                                     n_ids[k])
-                fold_figures(np, summary.figures, good, np.array(rows, dtype=np.int64) + line0 + 1,
-                             billed, lens, diff, record_ids)
-            bad = {k: (flat, int(starts[k]), int(ends[k])) for k in failed.tolist()}
-            good_rows = sorted(good.tolist() + list(bad)) if bad else good.tolist()
-        else:
-            good_rows = []
-            n_clean = 0
-            bad = {}
-        summary.records += n - len(odd)  # PlainPass counts its own
-        summary.skipped += skipped
-        summary.audited += len(good_rows)
-        # The batch hooks (the ids and budget channels) get the parsed rows as light
-        # records, in line order with the per-line path's batches: each run of parsed rows
-        # between two odd rows goes after the per-line path has flushed the lines before it.
-        clean_rows = [rows[k] for k in good_rows]
-        line_col = [line0 + r + 1 for r in clean_rows]
-        id_col = record_ids if len(good_rows) == len(rows) else [record_ids[k] for k in good_rows]
-        count_col = counts if len(good_rows) == len(rows) else [counts[k] for k in good_rows]
+        """The chunk's parsed rows through the kernel (kernel.py: checked column-wise, the
+        clean ones folded); the odd lines to the per-line path in their place."""
+        flat = self.np.frombuffer(b"".join(bufs), dtype=self.np.int64)
         take, limit = self.plain.take, self.limit
-        at = 0
-        for row in [*odd, n]:
-            stop = bisect.bisect_left(clean_rows, row, at)
-            if stop > at:
-                self.plain.flush()
-                self.run(_Rows(Columns(line_col[at:stop], id_col[at:stop], count_col[at:stop]),
-                               good_rows[at:stop], n_ids, bad))
-                at = stop
-            if row < n:
-                raw = cut.line(row)
-                body = raw.strip(JSON_WS)
-                if not body:
-                    self.blank += 1
-                else:
-                    take(line0 + row + 1, len(raw) if len(raw) > limit else body)
+
+        def take_odd(row: int) -> None:
+            raw = cut.line(row)
+            body = raw.strip(JSON_WS)
+            if not body:
+                self.blank += 1
+            else:
+                take(line0 + row + 1, len(raw) if len(raw) > limit else body)
+
+        self.kernel.fold(n, line0, odd, rows, flat, n_ids, counts, record_ids, skipped, take_odd)
         return line0 + n
 
 
@@ -541,62 +431,6 @@ def _framed(docs: Any, rows: list[int]) -> Iterator[tuple[int, Any]]:
         yield row, next(it)
 
 
-class _Rows(Sequence[Any]):
-    """A run of parsed records for the hooks: light records made only when read, and
-    their columns (model.records.Columns) for the built-in batch hooks."""
-
-    def __init__(self, columns: Columns, keys: list[int], n_ids: list[int],
-                 bad: dict[int, tuple[Any, int, int]]):
-        self.columns, self.keys, self.n_ids, self.bad = columns, keys, n_ids, bad
-
-    def __len__(self) -> int:
-        return len(self.keys)
-
-    def __getitem__(self, i: Any) -> Any:
-        if isinstance(i, slice):
-            return [self[j] for j in range(*i.indices(len(self)))]
-        cols, k = self.columns, self.keys[i]
-        if k in self.bad:
-            return _Failed(cols.line[i], cols.id[i], cols.billed[i], self.n_ids[k], *self.bad[k])
-        return _Row(cols.line[i], cols.id[i], cols.billed[i], self.n_ids[k])
-
-    def __iter__(self) -> Iterator[Any]:
-        return (self[i] for i in range(len(self.keys)))
-
-    def failed(self) -> Iterator[_Failed]:
-        if self.bad:
-            for i, k in enumerate(self.keys):
-                if k in self.bad:
-                    yield self[i]
-
-
-class _Failed:
-    """A parsed record the count or structure rule fails, as its checks read it: the
-    count, the ids' number, last id and token counts, from its slice of the chunk's ids."""
-
-    __slots__ = ("line", "id", "count", "n_ids", "_flat", "_start", "_end")
-
-    def __init__(self, line: int, record_id: Any, count: int, n_ids: int, flat: Any, start: int,
-                 end: int):
-        self.line, self.id, self.count, self.n_ids = line, record_id, count, n_ids
-        self._flat, self._start, self._end = flat, start, end
-
-    def __getattr__(self, name: str) -> Any:  # never a silent half-record
-        raise AttributeError(f"record.{name}: the columnar path hands a per-record check "
-                             "line, id, count, n_ids, last_id and count_each only")
-
-    @property
-    def last_id(self) -> int | None:
-        return int(self._flat[self._end - 1]) if self._end > self._start else None
-
-    def count_each(self, tokens: tuple[int, ...]) -> list[int]:
-        ids = self._flat[self._start:self._end]
-        return [int((ids == t).sum()) for t in tokens]
-
-    def finding(self, check: str, message: str, allowable: bool = False) -> Finding:
-        return Finding(check, message, self.line, self.id, allowable)
-
-
 class _Cut:
     """The lines of a chunk by their offsets: a line's bytes are cut only when asked for."""
 
@@ -609,55 +443,7 @@ class _Cut:
         return self.data[int(self.starts[row]):int(self.ends[row])]
 
 
-class _Row:
-    """A clean record as the batch hooks that declare `reads` within LIGHT see it."""
-
-    __slots__ = ("line", "id", "count", "n_ids")
-
-    def __getattr__(self, name: str) -> Any:  # never a silent half-record
-        raise AttributeError(
-            f"record.{name}: this batch hook declared reads() = line, id, count, n_ids only "
-            "(the columnar path hands it those); add {name!r} to what it reads")
-
-    def __init__(self, line: int, record_id: Any, count: int, n_ids: int):
-        self.line, self.id, self.count, self.n_ids = line, record_id, count, n_ids
-
-    def finding(self, check: str, message: str, allowable: bool = False) -> Finding:
-        return Finding(check, message, self.line, self.id, allowable)
-
-
 _SCALARS = (str, int, float, bool, type(None))
 
 
 EXACT = 1 << 40  # billed counts below this: chunk sums and float comparisons stay exact
-
-
-WORST = 5
-
-
-def fold_figures(np: Any, fig: Figures, good: Any, line_of: Any, billed: Any, lens: Any,
-                 absdiff: Any, record_ids: list[Any]) -> None:
-    """Figures.add for every clean row at once, through the array twins of its functions."""
-    b, c, lines = billed[good], lens[good], line_of[good]
-    d = signed_difference(b, c)
-    _add(np, fig.diff, diff_bins(np, d))
-    _add(np, fig.length, length_bins(np, c))
-    h = priorities(np, b, c)
-    take = np.flatnonzero(h < np.uint64(fig.cut))
-    if len(take) > SAMPLE:  # the least SAMPLE (priority, line) of the chunk may enter
-        take = take[np.lexsort((lines[take], h[take]))[:SAMPLE]]
-    for j in take.tolist():
-        g = int(good[j])
-        fig.offer([int(h[j]), int(b[j]), int(c[j]), int(lines[j]), record_ids[g]])
-    some = np.flatnonzero(d != 0)
-    if len(some):  # the largest |diff| (earliest line first on a tie), as the tail keeps
-        top = some[np.lexsort((lines[some], -absdiff[good][some]))[:TAIL]]
-        for j in top.tolist():
-            g = int(good[j])
-            fig.offer_tail([int(absdiff[g]), -int(lines[j]), record_ids[g], int(b[j]), int(c[j])])
-
-
-def _add(np: Any, counts: list[int], bins: Any) -> None:
-    hist = np.bincount(bins, minlength=len(counts))
-    for i in np.flatnonzero(hist).tolist():
-        counts[i] += int(hist[i])

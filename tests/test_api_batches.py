@@ -1,0 +1,182 @@
+"""api.audit_records over batches of dicts: the kernel (engine/kernel.py, engine/dicts.py)
+gives exactly what the per-line path gives, record for record.
+
+Each stream is audited twice: TOKAUDIT_COLUMNAR=0 (every dict through parse_object and the
+per-record hooks, the reference) and in batches through the kernel. The findings, the
+Totals and the whole summary (figures included) must be equal, whatever the dicts hold:
+bools, floats, ints past int32, int64 and uint64, nested lists, int subclasses, missing
+fields, JSON lines and other values among them.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+pytest.importorskip("numpy")
+
+from conftest import rec  # noqa: E402
+from pytest_tokaudit import api  # noqa: E402
+from pytest_tokaudit.engine import columnar, dicts  # noqa: E402
+from pytest_tokaudit.engine import plain as plain_module  # noqa: E402
+from pytest_tokaudit.model.report import file_entry  # noqa: E402
+
+CONTRACTS = {
+    "structure": {
+        "tokaudit_count_abs": "2", "tokaudit_count_rel": "0%", "tokaudit_count_outliers": "2",
+        "tokaudit_require_once": "3", "tokaudit_require_last": "7 8", "tokaudit_forbid": "0",
+        "tokaudit_budget": "60", "tokaudit_unique_ids": "true", "tokaudit_max_shown": "1000",
+    },
+    "where": {"tokaudit_where": "provider", "tokaudit_count_rel": "10%", "tokaudit_max_shown": "3"},
+    "no-id": {"tokaudit_id_field": "", "tokaudit_require_last": "151645",
+              "tokaudit_max_line_bytes": "80"},
+}
+
+
+class Small(enum.IntEnum):
+    THREE = 3
+
+
+def audit(contract: api.Contract, items: list[Any], batch: int, mode: str) -> tuple[Any, ...]:
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv(columnar.ENV, mode)
+        stream = api.audit_records(contract, items, batch=batch)
+        found = list(stream)
+    return found, stream.summary, json.loads(stream.file_summary.to_json())
+
+
+def assert_same(contract: api.Contract, items: list[Any], batch: int) -> None:
+    fast = audit(contract, items, batch, "")
+    plain = audit(contract, items, batch, "0")
+    assert fast[2] == plain[2]
+    assert fast == plain
+
+
+ids_element = st.one_of(
+    st.sampled_from([0, 3, 7, 8, 9, 1000, 151645]), st.integers(0, 200_000),
+    st.integers(-3, 3), st.sampled_from([2**31 - 1, 2**31, -(2**31), 2**63 - 1, 2**63, 2**64 - 1,
+                                         2**64, -(2**63) - 1]),
+    st.booleans(), st.floats(allow_nan=False), st.none(), st.text(max_size=2),
+    st.lists(st.integers(0, 9), max_size=2), st.just(Small.THREE),
+)
+scalars = st.one_of(st.none(), st.booleans(), st.integers(-5, 2**65), st.floats(allow_nan=False),
+                    st.text(max_size=3), st.just(Small.THREE))
+
+
+@st.composite
+def items(draw: Any) -> Any:
+    """Mostly well-formed records (some breaking a rule), with every odd value among them."""
+    kind = draw(st.integers(0, 19))
+    if kind == 0:
+        return draw(st.one_of(st.sampled_from(["", " ", "[1, 2]", "null", '{"sample_id": 1'],),
+                              st.integers(), st.lists(st.integers(), max_size=2)))
+    n = draw(st.integers(0, 9))
+    ids: list[Any] = [3] + draw(st.lists(st.integers(1, 150_000), min_size=n, max_size=n)) + [
+        draw(st.sampled_from([7, 8, 7, 151645, 9]))]
+    if not draw(st.integers(0, 4)):
+        ids.insert(draw(st.integers(0, len(ids))), draw(ids_element))
+    billed: Any = len(ids) + draw(st.sampled_from([0, 0, 0, 1, -1, 3, -3, 40]))
+    if not draw(st.integers(0, 8)):
+        billed = draw(scalars)
+    record: dict[str, Any] = {
+        "sample_id": draw(st.one_of(st.text(max_size=3), st.integers(-2, 2**64), scalars)),
+        "completion_tokens": billed,
+        "output_ids": ids,
+        "provider": draw(st.sampled_from(["p", "p", "p", "", None, 0, 1, [], [1]])),
+    }
+    for key in draw(st.lists(st.sampled_from(sorted(record)), max_size=1)):
+        if not draw(st.integers(0, 3)):
+            del record[key]
+    if kind == 1:
+        return json.dumps(record)  # a JSON line among the dicts
+    return record
+
+
+SETTINGS = settings(max_examples=120, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+@SETTINGS
+@given(stream=st.lists(items(), max_size=80), which=st.sampled_from(sorted(CONTRACTS)),
+       batch=st.sampled_from([16, 17, 64, 256]))
+@example(stream=[rec(f"r{i}", 6, once=[3], last=7) for i in range(15)]
+         + [{"sample_id": "b", "completion_tokens": 3, "output_ids": [3, True, 7]}],
+         which="structure", batch=16)
+@example(stream=[rec(f"r{i}", 6, once=[3], last=7) for i in range(15)]
+         + [{"sample_id": "f", "completion_tokens": 3, "output_ids": [3, 1.5, 7]}],
+         which="structure", batch=16)
+def test_batches_of_dicts_audit_as_the_per_line_path(stream, which, batch):
+    assert_same(api.Contract.from_dict(CONTRACTS[which]), stream, batch)
+
+
+def test_every_odd_id_type_is_worded_as_the_per_line_path_words_it():
+    """An id marshal writes in a cell of the same size as an int32 (a bool and a float
+    together), past int32 or int64 (still valid), past uint64, an int subclass, a negative
+    one, a numpy integer: each record takes the per-line path, which words its finding."""
+    import numpy
+
+    contract = api.Contract.from_dict(CONTRACTS["structure"])
+    odd: list[Any] = [[True, 1.5], [2**31], [2**63], [2**64], [Small.THREE], [-1], [[1]],
+                      [numpy.int64(5)], [None], ["5"]]
+    stream: list[Any] = [rec(f"r{i}", 6, once=[3], last=7) for i in range(20)]
+    for i, extra in enumerate(odd):
+        stream[i * 2]["output_ids"] = [3, *extra, 7]
+        stream[i * 2]["completion_tokens"] = 2 + len(extra)
+    assert_same(contract, stream, 20)
+    found = audit(contract, stream, 20, "")[0]
+    assert {f.line for f in found if f.check == "schema"} == {1, 7, 9, 11, 13, 15, 17, 19}
+    assert not [f for f in found if f.line in (3, 5)]  # 2**31, 2**63: valid ids, per line
+
+
+def test_clean_records_never_reach_the_per_record_path(monkeypatch):
+    """Dicts in batches: parse_object and the per-record hooks run only on records that
+    fail; the findings are the per-line path's."""
+    contract = api.Contract.from_dict(CONTRACTS["structure"])
+    stream = [rec(f"r{i}", 6, once=[3], last=7) for i in range(100)]
+    stream[10] = rec("r10", 6, once=[3], last=9)
+    stream[70] = rec("r70", 6, 20, once=[3], last=7)
+    seen: list[int] = []
+    take = plain_module.PlainPass.take_parsed
+
+    def spy(self, line, parsed):
+        seen.append(line)
+        return take(self, line, parsed)
+
+    monkeypatch.setattr(plain_module.PlainPass, "take_parsed", spy)
+    fast = audit(contract, stream, 64, "")
+    assert seen == []
+    assert [(f.line, f.check) for f in fast[0] if f.line] == [(11, "require_last"), (71, "count")]
+    assert fast == audit(contract, stream, 64, "0")
+    assert len(seen) == 100
+
+
+def test_a_stream_in_batches_reports_as_the_file_of_its_records(tmp_path: Path):
+    """What a pytest item of the same records reports (its JSON report entry)."""
+    contract = api.Contract.from_dict(CONTRACTS["structure"])
+    stream = [rec(f"r{i}", 5 + i % 7, 5 + i % 7 + (i % 13 == 0) * 9, once=[3], last=7 + i % 3)
+              for i in range(300)]
+    path = tmp_path / "x.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in stream))
+    audited = api.audit_records(contract, stream, name=str(path), batch=128)
+    found = list(audited)
+    whole = api.audit_file(contract, path)
+    assert file_entry(audited.file_summary) == file_entry(whole.summary)
+    assert found == whole.findings
+
+
+def test_small_batches_take_the_per_line_path(monkeypatch):
+    assert dicts.SMALL > 1
+    contract = api.Contract.from_dict(CONTRACTS["structure"])
+    stream = [rec(f"r{i}", 6, once=[3], last=7) for i in range(40)]
+    seen: list[int] = []
+    take = plain_module.PlainPass.take_parsed
+    monkeypatch.setattr(plain_module.PlainPass, "take_parsed",
+                        lambda self, line, parsed: (seen.append(line), take(self, line, parsed))[1])
+    assert audit(contract, stream, 1, "") == audit(contract, stream, 1, "0")
+    assert len(seen) == 80
