@@ -9,13 +9,15 @@ the count and structure checks run over the whole chunk at once. A record that p
 is folded into the summary in bulk. Every other line goes through audit.PlainPass, the exact
 per-line path, which words every finding: a record with any finding, a line that is not
 exactly `{...}` (blank, CRLF, a byte order mark, white space around it), a line simdjson
-refuses, a contract key given twice (simdjson reads the first, orjson the last), a nested
-list among the ids, an id that is not an int64, a count or id of another type.
+refuses, a key given twice in an object a field is read from (simdjson reads the first,
+orjson the last), a nested list among the ids, an id that is not an int64, a count or id of
+another type or missing. Nested fields (`usage.completion_tokens`, `choices.0.ids`) and a
+count formula are read by `_Paths`, step by step as base.fields.get_path reads them.
 
 It is used only where it gives what the per-line path gives (see `plan`): no per-record or
 batch hook of a plugin other than the built-ins, no text template, round trip, group_by,
-unique_text or finish_reason, top-level fields only. TOKAUDIT_COLUMNAR=0 forces the per-line
-path; =1 uses this one whenever it is valid, whatever the part's size.
+unique_text or finish_reason. TOKAUDIT_COLUMNAR=0 forces the per-line path; =1 uses this
+one whenever it is valid, whatever the part's size.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import os
 from pathlib import Path
 from typing import Any, Iterator, NamedTuple, Sequence
 
+from ..base.fields import LIST_INDEX, MISSING
 from ..base.findings import Finding, as_findings
 from ..model.contract import Contract
 from ..model.records import Columns
@@ -67,13 +70,8 @@ def plan(path: Any, contract: Contract, hook: Any, start: int = 0, end: int | No
     mode = os.environ.get(ENV, "")
     if mode == "0":
         return None
-    if (contract.text_template is not None or contract.finish_reason
-            or type(contract.count_field) is not tuple):
+    if contract.text_template is not None or contract.finish_reason:
         return None  # fields the line parser must read as Python objects
-    fields = [f for f in (contract.ids_field, contract.count_field, contract.id_field,
-                          contract.where) if f]
-    if any(len(f) != 1 for f in fields) or len({f[0] for f in fields}) != len(fields):
-        return None  # nested paths (and a field read twice) stay on the per-line path
     tokens = contract.require_once_ids + contract.require_last_ids + contract.forbid_ids
     if any(t > I64_MAX for t in tokens):
         return None
@@ -226,9 +224,14 @@ class _Columns:
         self.limit = plain.limit
         self.blank = 0
         self.ids_name = contract.ids_field[0]
-        self.count_name = contract.count_field[0]  # type: ignore[index] # plan(): a tuple
+        count = contract.count_field
+        self.count_name = count[0] if type(count) is tuple else ""
         self.id_name = contract.id_field[0] if contract.id_field else None
         self.where_name = contract.where[0] if contract.where else None
+        # Nested paths or a count formula: each record's fields are read by `_Paths`.
+        paths = [p for p in (contract.ids_field, contract.id_field, contract.where) if p]
+        self.paths = (None if type(count) is tuple and all(len(p) == 1 for p in [*paths, count])
+                      else _Paths(contract, simdjson.Object, simdjson.Array))
         self.tokens = tuple(dict.fromkeys(contract.require_once_ids + contract.forbid_ids))
         self.spare: Any = None  # a second parser, for the rare line looked at again
 
@@ -322,12 +325,31 @@ class _Columns:
         array_type = self.array_type
         ids_name, count_name, id_name, where_name = (
             self.ids_name, self.count_name, self.id_name, self.where_name)
+        paths = self.paths
+        known_arrays: list[int] = []  # with `paths`: the "[" each row is known to hold
         doc: Any = None
         ids: Any = None
         for row, doc in pairs:
             try:
                 if len(doc) != len(set(doc.keys())):  # simdjson reads the first, orjson the last
                     odd.append(row)
+                    continue
+                if paths is not None:  # nested paths or a count formula
+                    got = paths.read(doc)
+                    if got is None or got is SKIP:
+                        skipped += got is SKIP
+                        if got is None:
+                            odd.append(row)
+                        continue
+                    ids, count, rid, known = got
+                    buf = ids.as_buffer(of_type="i")  # as below
+                    size = len(ids)
+                    known_arrays.append(known)
+                    rows.append(row)
+                    bufs.append(buf)
+                    counts.append(count)
+                    record_ids.append(rid)
+                    n_ids.append(size)
                     continue
                 ids = doc.get(ids_name)
                 is_array = type(ids) is array_type
@@ -361,10 +383,10 @@ class _Columns:
             counts.append(count)
             record_ids.append(rid)
             n_ids.append(size)
-        if brackets - 1 > arrays and rows:
+        if (brackets - 1 > arrays or paths is not None) and rows:
             # More "[" than ids arrays: a line may nest a list among its ids, which
             # as_buffer flattens and the per-line path refuses. Those lines are looked at.
-            nested = self.nested(cut, n, rows)
+            nested = self.nested(cut, n, rows, known_arrays or None)
             if nested:
                 keep = [i for i, row in enumerate(rows) if row not in nested]
                 rows, bufs, counts, record_ids, n_ids = (
@@ -375,8 +397,10 @@ class _Columns:
             odd = sorted([r for r in range(n) if r not in taken] + odd + failed)
         return self.fold(cut, n, line0, odd, rows, bufs, counts, record_ids, n_ids, skipped)
 
-    def nested(self, cut: _Cut, n: int, rows: list[int]) -> set[int]:
-        """The rows whose ids nest a list, of those holding more than one "["."""
+    def nested(self, cut: _Cut, n: int, rows: list[int], known: list[int] | None = None
+               ) -> set[int]:
+        """The rows whose ids nest a list, of those holding more "[" than the one of their
+        ids (and, with nested paths, those of the lists on the way: `known`, per row)."""
         np = self.np
         u = np.frombuffer(cut.data, dtype=np.uint8)
         per_line = np.bincount(np.searchsorted(cut.ends, np.flatnonzero(u == 91)), minlength=n)
@@ -385,12 +409,14 @@ class _Columns:
 
             self.spare = simdjson.Parser()
         out = set()
-        for row in rows:
-            if per_line[row] > 1:
+        for k, row in enumerate(rows):
+            if per_line[row] > (1 if known is None else known[k]):
                 doc: Any = self.spare.parse(cut.line(row))
-                if b"[" in doc.get(self.ids_name).mini[1:]:
+                ids = (doc.get(self.ids_name) if self.paths is None
+                       else self.paths.get(doc, self.contract.ids_field))
+                if b"[" in ids.mini[1:]:
                     out.add(row)
-                doc = None
+                doc = ids = None
         return out
 
     def run(self, records: _Rows) -> None:
@@ -526,6 +552,88 @@ class _Columns:
 
 
 SENTINEL = 10**17 + int.from_bytes(os.urandom(7), "little")  # no data can hold it by chance
+
+
+SKIP = object()  # _Paths.read: a record tokaudit_where skips
+
+
+class _Paths:
+    """The contract's fields read from a parsed record as base.fields.get_path reads them
+    from the per-line path's object: a name in an object, a digit index in a list, every
+    other step MISSING. A record whose fields the per-line path must word (missing, of
+    another type, out of range, a key given twice on the way) reads as None."""
+
+    def __init__(self, contract: Contract, object_type: Any, array_type: Any):
+        self.object_type, self.array_type = object_type, array_type
+        self.ids_field, self.id_field, self.where = (
+            contract.ids_field, contract.id_field, contract.where)
+        count = contract.count_field
+        self.terms = ([(count, False, False)] if type(count) is tuple else
+                      [(t.path, t.optional, t.negative) for t in count.terms])
+        self.constant = 0 if type(count) is tuple else count.constant
+
+    def get(self, doc: Any, path: tuple[str, ...], lists: set[tuple[str, ...]] | None = None
+            ) -> Any:
+        """The value at `path`, or MISSING; raises _KeyTwice for a key given twice in an
+        object on the way (simdjson reads the first, orjson the last). `lists` gets the
+        path of each list stepped through (its "[" is in the line)."""
+        for k, part in enumerate(path):
+            kind = type(doc)
+            if kind is self.object_type:
+                if k and len(doc) != len(set(doc.keys())):  # the record's own: checked before
+                    raise _KeyTwice
+                doc = doc.get(part, MISSING)
+                if doc is MISSING:
+                    return MISSING
+            elif kind is self.array_type and LIST_INDEX(part):
+                index = int(part)
+                if index >= len(doc):
+                    return MISSING
+                if lists is not None:
+                    lists.add(path[:k])
+                doc = doc[index]
+            else:
+                return MISSING
+        return doc
+
+    def read(self, doc: Any) -> Any:
+        """(ids, count, id, the "[" known in the line) of a clean record, SKIP, or None."""
+        lists: set[tuple[str, ...]] = set()
+        get = self.get
+        try:
+            if self.where:
+                flag = get(doc, self.where, lists)
+                if flag is MISSING:
+                    return SKIP
+                if type(flag) not in _SCALARS:  # a list or object: the per-line path decides
+                    return None
+                if not flag:
+                    return SKIP
+            ids = get(doc, self.ids_field, lists)
+            if type(ids) is not self.array_type:
+                return None
+            total = self.constant
+            for path, optional, negative in self.terms:
+                value = get(doc, path, lists)
+                if optional and (value is MISSING or value is None):
+                    continue
+                if type(value) is not int or not 0 <= value < EXACT:
+                    return None
+                total += -value if negative else value
+            if not 0 <= total < EXACT:
+                return None
+            rid = None
+            if self.id_field:
+                rid = get(doc, self.id_field, lists)
+                if type(rid) is not str and type(rid) is not int:
+                    return None
+        except _KeyTwice:
+            return None
+        return ids, total, rid, 1 + len(lists)
+
+
+class _KeyTwice(Exception):
+    """A key given twice in an object on a field's path."""
 
 
 class _Misaligned(Exception):
