@@ -164,28 +164,32 @@ values = st.one_of(st.none(), st.booleans(), st.integers(-3, 12), st.sampled_fro
 id_lists = st.lists(st.one_of(st.sampled_from([0, 3, 7, 1, 2, 5]), st.integers(0, 9)), max_size=8)
 
 
+def rarely(draw, strategy, usual):
+    """`usual` most of the time, else a value drawn from `strategy`."""
+    return draw(strategy) if not draw(st.integers(0, 5)) else usual
+
+
 @st.composite
 def responses(draw) -> bytes:
-    ids = draw(st.one_of(id_lists, id_lists, values))
+    """One API response: mostly clean, each field broken now and then."""
+    ids = rarely(draw, values, draw(id_lists))
     n = len(ids) if type(ids) is list else 3
-    usage: Any = {"completion_tokens": n + draw(st.sampled_from([0, 0, 1, -1, 9]))}
+    usage: Any = {"completion_tokens": n + draw(st.sampled_from([0, 0, 0, 1, -1, 9]))}
     if draw(st.booleans()):
-        usage["details"] = draw(st.one_of(
-            st.fixed_dictionaries({"reasoning_tokens": st.one_of(st.integers(0, 3), values)}),
-            values))
+        usage["details"] = rarely(draw, values, {"reasoning_tokens": rarely(
+            draw, values, draw(st.integers(0, 3)))})
     if not draw(st.integers(0, 5)):
-        usage = draw(st.one_of(values, st.just({})))
-    elif not draw(st.integers(0, 5)):
         usage["completion_tokens"] = draw(values)
+    usage = rarely(draw, st.one_of(values, st.just({})), usage)
     choice: Any = {"ids": ids}
-    choices = draw(st.sampled_from([[choice], [choice, {}], [], None, "missing", {"0": choice}]))
-    rid = draw(st.one_of(st.text(max_size=2), st.integers(0, 9), values))
-    record: dict[str, Any] = {"id": rid, "meta": {"id": rid, "keep": draw(st.one_of(
-        st.just(1), st.just(1), values))}, "usage": usage, "output_ids": ids}
+    choices = rarely(draw, st.sampled_from([[choice, {}], [], None, "missing", {"0": choice}]),
+                     [choice])
+    rid = rarely(draw, values, draw(st.text(max_size=2)))
+    record: dict[str, Any] = {"id": rid, "meta": rarely(
+        draw, values, {"id": rid, "keep": rarely(draw, values, 1)}), "usage": usage,
+        "output_ids": ids}
     if choices != "missing":
         record["choices"] = choices
-    if not draw(st.integers(0, 6)):
-        record["meta"] = draw(values)
     line = json.dumps(record, separators=(",", ":")).encode()
     tweak = draw(st.integers(0, 8))
     if tweak == 0:  # a key given twice below the top
