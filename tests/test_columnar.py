@@ -332,14 +332,14 @@ def test_plan_only_where_the_columnar_path_is_exact(tmp_path, monkeypatch):
     path = tmp_path / "x.jsonl"
     path.write_bytes(b"")
     contract = CONTRACTS["where"]
-    assert columnar.plan(path, contract, builtin_hook()) == columnar.Plan(True, True)
+    assert columnar.plan(path, contract, builtin_hook()) == columnar.Plan(True, True, True)
     # A user's per-record hook sees every record: the per-line path.
     assert columnar.plan(path, contract, builtin_hook(UserCheck())) is None
-    # Nested fields go columnar too (tests/engine/test_columnar_fields.py).
-    assert columnar.plan(path, dataclasses.replace(contract, id_field=("meta", "id")),
-                         builtin_hook()) is not None
-    for change in [dict(group_by=("model",)),
-                   dict(roundtrip_rel=0.05, tokenizer="tok"), dict(unique_text=True), dict(finish_reason=("stop",))]:
+    # Nested fields, groups and finish reasons go columnar too (tests/engine/).
+    for change in [dict(id_field=("meta", "id")), dict(group_by=("model",)),
+                   dict(finish_reason=("stop",))]:
+        assert columnar.plan(path, dataclasses.replace(contract, **change), builtin_hook()) is not None
+    for change in [dict(roundtrip_rel=0.05, tokenizer="tok"), dict(unique_text=True)]:
         assert columnar.plan(path, dataclasses.replace(contract, **change), builtin_hook()) is None
     monkeypatch.setenv(columnar.ENV, "0")
     assert columnar.plan(path, contract, builtin_hook()) is None

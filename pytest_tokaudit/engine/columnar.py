@@ -27,7 +27,7 @@ import os
 from pathlib import Path
 from typing import Any, Iterator, NamedTuple, Sequence
 
-from ..base.fields import LIST_INDEX, MISSING
+from ..base.fields import LIST_INDEX, MISSING, CountSum
 from ..base.findings import Finding, as_findings
 from ..model.contract import Contract
 from ..model.records import Columns
@@ -51,17 +51,20 @@ MIN_BYTES = 4 << 20  # smaller parts stay on the per-line path: importing numpy 
 I64_MAX = 2**63 - 1
 
 
-# What a light row (_Row) holds: a batch hook whose `reads(contract)` is within this gets
-# one per clean record; any other batch hook (a user's, by default) makes the part take
-# the per-line path, where it gets full records.
+# What a light row (_Row) holds: a batch hook whose `reads(contract)` is within this (or
+# names fields, as paths: `field_values`) gets one per clean record; any other batch hook
+# (a user's, by default) makes the part take the per-line path, where it gets full records.
 LIGHT = frozenset({"line", "id", "count", "n_ids"})
 
 
 class Plan(NamedTuple):
-    """Which built-in per-record checks are registered (-p no:tokaudit.count drops one)."""
+    """Which built-in per-record checks are registered (-p no:tokaudit.count drops one),
+    and the fields of each clean record the batch hooks read (their `reads`)."""
 
     count_check: bool
     structure_check: bool
+    finish_check: bool = False  # a record whose finish reason it judges goes per line
+    fields: tuple[tuple[str, ...], ...] = ()
 
 
 def plan(path: Any, contract: Contract, hook: Any, start: int = 0, end: int | None = None
@@ -70,8 +73,8 @@ def plan(path: Any, contract: Contract, hook: Any, start: int = 0, end: int | No
     mode = os.environ.get(ENV, "")
     if mode == "0":
         return None
-    if contract.text_template is not None or contract.finish_reason:
-        return None  # fields the line parser must read as Python objects
+    if contract.text_template is not None:
+        return None  # the ids are rebuilt from the text, by the tokenizer
     tokens = contract.require_once_ids + contract.require_last_ids + contract.forbid_ids
     if any(t > I64_MAX for t in tokens):
         return None
@@ -86,10 +89,16 @@ def plan(path: Any, contract: Contract, hook: Any, start: int = 0, end: int | No
         native = getattr(impl.plugin, "native", None)
         if native is None or not native(contract):
             return None  # a per-record check that needs every record as a Python object
+    fields: dict[tuple[str, ...], None] = {}
     for impl in batch:
         reads = getattr(impl.plugin, "reads", None)
-        if reads is None or not reads(contract) <= LIGHT:
+        if reads is None:
             return None  # a batch hook that may read any field of a record
+        for what in sorted(reads(contract), key=str):
+            if type(what) is tuple:  # a field's value (a scalar, or MISSING)
+                fields[what] = None
+            elif what not in LIGHT:
+                return None
     if mode != "1" and _size(path, start, end) < MIN_BYTES:
         return None
     try:
@@ -98,7 +107,7 @@ def plan(path: Any, contract: Contract, hook: Any, start: int = 0, end: int | No
     except ImportError:
         return None
     names = {getattr(i.plugin, "native_key", None) for i in record}
-    return Plan("count" in names, "structure" in names)
+    return Plan("count" in names, "structure" in names, "finish_reason" in names, tuple(fields))
 
 
 def _size(path: Any, start: int, end: int | None) -> int:
@@ -228,10 +237,14 @@ class _Columns:
         self.count_name = count[0] if type(count) is tuple else ""
         self.id_name = contract.id_field[0] if contract.id_field else None
         self.where_name = contract.where[0] if contract.where else None
-        # Nested paths or a count formula: each record's fields are read by `_Paths`.
+        # Nested paths, a count formula or fields the batch hooks read (`Plan.fields`):
+        # each record's fields are read by `_Paths`.
         paths = [p for p in (contract.ids_field, contract.id_field, contract.where) if p]
+        finish = contract.finish_reason if how.finish_check and contract.finish_reason_field else ()
         self.paths = (None if type(count) is tuple and all(len(p) == 1 for p in [*paths, count])
-                      else _Paths(contract, simdjson.Object, simdjson.Array))
+                      and not how.fields and not finish else
+                      _Paths(contract, simdjson.Object, simdjson.Array, how.fields, finish))
+        self.row_fields: list[dict[tuple[str, ...], Any]] = []  # of the rows of the last chunk
         self.tokens = tuple(dict.fromkeys(contract.require_once_ids + contract.forbid_ids))
         self.spare: Any = None  # a second parser, for the rare line looked at again
 
@@ -327,6 +340,8 @@ class _Columns:
             self.ids_name, self.count_name, self.id_name, self.where_name)
         paths = self.paths
         known_arrays: list[int] = []  # with `paths`: the "[" each row is known to hold
+        fields = paths is not None and paths.fields
+        field_values: list[dict[tuple[str, ...], Any]] = []
         doc: Any = None
         ids: Any = None
         for row, doc in pairs:
@@ -341,36 +356,28 @@ class _Columns:
                         if got is None:
                             odd.append(row)
                         continue
-                    ids, count, rid, known = got
-                    buf = ids.as_buffer(of_type="i")  # as below
-                    size = len(ids)
-                    known_arrays.append(known)
-                    rows.append(row)
-                    bufs.append(buf)
-                    counts.append(count)
-                    record_ids.append(rid)
-                    n_ids.append(size)
-                    continue
-                ids = doc.get(ids_name)
-                is_array = type(ids) is array_type
-                arrays += is_array  # skipped or not: its "[" is accounted for
-                if where_name is not None:
-                    flag = doc.get(where_name)
-                    if type(flag) not in _SCALARS:  # a list or object: the per-line path decides
+                    ids, count, rid, known, values = got
+                else:
+                    ids = doc.get(ids_name)
+                    is_array = type(ids) is array_type
+                    arrays += is_array  # skipped or not: its "[" is accounted for
+                    if where_name is not None:
+                        flag = doc.get(where_name)
+                        if type(flag) not in _SCALARS:  # a list or object: the per-line path decides
+                            odd.append(row)
+                            continue
+                        if not flag:
+                            skipped += 1
+                            continue
+                    if not is_array:
                         odd.append(row)
                         continue
-                    if not flag:
-                        skipped += 1
+                    count = doc.get(count_name)
+                    rid = doc.get(id_name) if id_name is not None else None
+                    if (type(count) is not int or not 0 <= count < EXACT
+                            or id_name is not None and type(rid) is not str and type(rid) is not int):
+                        odd.append(row)
                         continue
-                if not is_array:
-                    odd.append(row)
-                    continue
-                count = doc.get(count_name)
-                rid = doc.get(id_name) if id_name is not None else None
-                if (type(count) is not int or not 0 <= count < EXACT
-                        or id_name is not None and type(rid) is not str and type(rid) is not int):
-                    odd.append(row)
-                    continue
                 buf = ids.as_buffer(of_type="i")  # raises for a float, null, bool, past int64...
                 size = len(ids)
             except Exception:  # noqa: BLE001 - any id that is not an int64: the per-line path
@@ -383,6 +390,10 @@ class _Columns:
             counts.append(count)
             record_ids.append(rid)
             n_ids.append(size)
+            if paths is not None:
+                known_arrays.append(known)
+                if fields:
+                    field_values.append(values)
         if (brackets - 1 > arrays or paths is not None) and rows:
             # More "[" than ids arrays: a line may nest a list among its ids, which
             # as_buffer flattens and the per-line path refuses. Those lines are looked at.
@@ -391,10 +402,13 @@ class _Columns:
                 keep = [i for i, row in enumerate(rows) if row not in nested]
                 rows, bufs, counts, record_ids, n_ids = (
                     [col[i] for i in keep] for col in (rows, bufs, counts, record_ids, n_ids))
+                if fields:
+                    field_values = [field_values[i] for i in keep]
                 odd = sorted(odd + list(nested))
         if len(good_rows) < n or failed:
             taken = set(good_rows)
             odd = sorted([r for r in range(n) if r not in taken] + odd + failed)
+        self.row_fields = field_values
         return self.fold(cut, n, line0, odd, rows, bufs, counts, record_ids, n_ids, skipped)
 
     def nested(self, cut: _Cut, n: int, rows: list[int], known: list[int] | None = None
@@ -539,7 +553,7 @@ class _Columns:
             if stop > at:
                 self.plain.flush()
                 self.run(_Rows(Columns(line_col[at:stop], id_col[at:stop], count_col[at:stop]),
-                               good_rows[at:stop], n_ids, bad))
+                               good_rows[at:stop], n_ids, bad, self.row_fields))
                 at = stop
             if row < n:
                 raw = cut.line(row)
@@ -563,14 +577,22 @@ class _Paths:
     other step MISSING. A record whose fields the per-line path must word (missing, of
     another type, out of range, a key given twice on the way) reads as None."""
 
-    def __init__(self, contract: Contract, object_type: Any, array_type: Any):
+    def __init__(self, contract: Contract, object_type: Any, array_type: Any,
+                 fields: tuple[tuple[str, ...], ...] = (), finish: tuple[str, ...] = ()):
         self.object_type, self.array_type = object_type, array_type
+        # The values handed to the batch hooks (light rows' `field_values`), and the finish
+        # reasons allowed: a record with another one is the per-line path's to word.
+        self.finish_field = contract.finish_reason_field if finish else ()
+        self.fields = tuple(dict.fromkeys([*fields, *([self.finish_field] if finish else [])]))
+        self.finish = finish
         self.ids_field, self.id_field, self.where = (
             contract.ids_field, contract.id_field, contract.where)
         count = contract.count_field
-        self.terms = ([(count, False, False)] if type(count) is tuple else
-                      [(t.path, t.optional, t.negative) for t in count.terms])
-        self.constant = 0 if type(count) is tuple else count.constant
+        if isinstance(count, CountSum):
+            self.terms = [(t.path, t.optional, t.negative) for t in count.terms]
+            self.constant = count.constant
+        else:
+            self.terms, self.constant = [(count, False, False)], 0
 
     def get(self, doc: Any, path: tuple[str, ...], lists: set[tuple[str, ...]] | None = None
             ) -> Any:
@@ -597,7 +619,8 @@ class _Paths:
         return doc
 
     def read(self, doc: Any) -> Any:
-        """(ids, count, id, the "[" known in the line) of a clean record, SKIP, or None."""
+        """(ids, count, id, the "[" known in the line, the field values) of a clean record,
+        SKIP, or None."""
         lists: set[tuple[str, ...]] = set()
         get = self.get
         try:
@@ -627,9 +650,19 @@ class _Paths:
                 rid = get(doc, self.id_field, lists)
                 if type(rid) is not str and type(rid) is not int:
                     return None
+            values = {}
+            for path in self.fields:
+                value = get(doc, path, lists)
+                if value is not MISSING and type(value) not in _SCALARS:  # a list or object
+                    return None
+                values[path] = value
+            if self.finish:
+                value = values[self.finish_field]
+                if value is not MISSING and value is not None and value not in self.finish:
+                    return None  # tokaudit.finish_reason's finding: worded per line
         except _KeyTwice:
             return None
-        return ids, total, rid, 1 + len(lists)
+        return ids, total, rid, 1 + len(lists), values
 
 
 class _KeyTwice(Exception):
@@ -654,8 +687,10 @@ class _Rows(Sequence[Any]):
     their columns (model.records.Columns) for the built-in batch hooks."""
 
     def __init__(self, columns: Columns, keys: list[int], n_ids: list[int],
-                 bad: dict[int, tuple[Any, int, int]]):
+                 bad: dict[int, tuple[Any, int, int]],
+                 fields: list[dict[tuple[str, ...], Any]] | None = None):
         self.columns, self.keys, self.n_ids, self.bad = columns, keys, n_ids, bad
+        self.fields = fields or None  # per row (as n_ids): the values of Plan.fields
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -664,9 +699,11 @@ class _Rows(Sequence[Any]):
         if isinstance(i, slice):
             return [self[j] for j in range(*i.indices(len(self)))]
         cols, k = self.columns, self.keys[i]
+        values = self.fields[k] if self.fields is not None else None
         if k in self.bad:
-            return _Failed(cols.line[i], cols.id[i], cols.billed[i], self.n_ids[k], *self.bad[k])
-        return _Row(cols.line[i], cols.id[i], cols.billed[i], self.n_ids[k])
+            return _Failed(cols.line[i], cols.id[i], cols.billed[i], self.n_ids[k], *self.bad[k],
+                           values)
+        return _Row(cols.line[i], cols.id[i], cols.billed[i], self.n_ids[k], values)
 
     def __iter__(self) -> Iterator[Any]:
         return (self[i] for i in range(len(self.keys)))
@@ -682,16 +719,17 @@ class _Failed:
     """A parsed record the count or structure rule fails, as its checks read it: the
     count, the ids' number, last id and token counts, from its slice of the chunk's ids."""
 
-    __slots__ = ("line", "id", "count", "n_ids", "_flat", "_start", "_end")
+    __slots__ = ("line", "id", "count", "n_ids", "_flat", "_start", "_end", "field_values")
 
     def __init__(self, line: int, record_id: Any, count: int, n_ids: int, flat: Any, start: int,
-                 end: int):
+                 end: int, field_values: dict[tuple[str, ...], Any] | None = None):
         self.line, self.id, self.count, self.n_ids = line, record_id, count, n_ids
         self._flat, self._start, self._end = flat, start, end
+        self.field_values = field_values
 
     def __getattr__(self, name: str) -> Any:  # never a silent half-record
         raise AttributeError(f"record.{name}: the columnar path hands a per-record check "
-                             "line, id, count, n_ids, last_id and count_each only")
+                             "line, id, count, n_ids, last_id, count_each and field_values only")
 
     @property
     def last_id(self) -> int | None:
@@ -720,15 +758,18 @@ class _Cut:
 class _Row:
     """A clean record as the batch hooks that declare `reads` within LIGHT see it."""
 
-    __slots__ = ("line", "id", "count", "n_ids")
+    __slots__ = ("line", "id", "count", "n_ids", "field_values")
 
     def __getattr__(self, name: str) -> Any:  # never a silent half-record
         raise AttributeError(
-            f"record.{name}: this batch hook declared reads() = line, id, count, n_ids only "
-            "(the columnar path hands it those); add {name!r} to what it reads")
+            f"record.{name}: this batch hook declared reads() = line, id, count, n_ids and "
+            "field paths only (the columnar path hands it those, the fields' values in "
+            f"field_values); add {name!r} to what it reads")
 
-    def __init__(self, line: int, record_id: Any, count: int, n_ids: int):
+    def __init__(self, line: int, record_id: Any, count: int, n_ids: int,
+                 field_values: dict[tuple[str, ...], Any] | None = None):
         self.line, self.id, self.count, self.n_ids = line, record_id, count, n_ids
+        self.field_values = field_values
 
     def finding(self, check: str, message: str, allowable: bool = False) -> Finding:
         return Finding(check, message, self.line, self.id, allowable)

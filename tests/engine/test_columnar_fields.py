@@ -18,16 +18,11 @@ from hypothesis import strategies as st
 pytest.importorskip("simdjson")
 pytest.importorskip("numpy")
 
-from pytest_tokaudit.checks import DATASET, load  # noqa: E402
 from pytest_tokaudit.engine import columnar  # noqa: E402
-from pytest_tokaudit.engine import plain as plain_module  # noqa: E402
-from pytest_tokaudit.engine.failure import failure_text  # noqa: E402
-from pytest_tokaudit.engine.passes import audit  # noqa: E402
-from pytest_tokaudit.engine.plain import check_file  # noqa: E402
-from pytest_tokaudit.model.summary import FileSummary  # noqa: E402
 from pytest_tokaudit.model.values import parse_count_field  # noqa: E402
 
 from audits import builtin_hook, default_contract  # noqa: E402
+from columnar_parity import assert_same, audited, per_line_lines  # noqa: E402
 from conftest import FULL, jsonl_bytes  # noqa: E402
 from corpus import BAD_LINES, NEW_BAD_LINES  # noqa: E402
 
@@ -45,24 +40,6 @@ CONTRACTS = {
                               where=("usage", "completion_tokens"),
                               count_field=("usage", "completion_tokens")),
 }
-
-
-def audited(path, contract, mode: str) -> tuple[str, str]:
-    """(summary JSON, failure text) of the file, through the path `mode` selects."""
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv(columnar.ENV, mode)
-        summary = FileSummary(path="data/x.jsonl", max_shown=contract.max_shown)
-        hook = builtin_hook(*(check() for check in load(DATASET).values()))
-        audit(path, contract, hook, summary)
-        check_file(path, contract, hook, summary)
-    return summary.to_json(), failure_text(summary, contract)
-
-
-def assert_same(path, contract) -> None:
-    plain = audited(path, contract, "0")
-    fast = audited(path, contract, "1")
-    assert json.loads(fast[0]) == json.loads(plain[0])
-    assert fast == plain
 
 
 def raw(rid: Any, n: int = 5, billed: int | None = None, reasoning: Any = "absent",
@@ -120,10 +97,7 @@ ODD = [
 def test_nested_fields_and_formulas_go_columnar(tmp_path, monkeypatch):
     """Clean API responses under each contract: none reaches the per-line path."""
     monkeypatch.setattr(columnar, "CHUNK", 300)
-    seen: list[int] = []
-    take = plain_module.PlainPass.take
-    monkeypatch.setattr(plain_module.PlainPass, "take",
-                        lambda self, line, body: (seen.append(line), take(self, line, body))[1])
+    seen = per_line_lines(monkeypatch)
     path = tmp_path / "x.jsonl"
     path.write_bytes(jsonl_bytes(CLEAN))
     for name, contract in CONTRACTS.items():
