@@ -54,7 +54,7 @@ I64_MAX = 2**63 - 1
 # What a light row (_Row) holds: a batch hook whose `reads(contract)` is within this (or
 # names fields, as paths: `field_values`) gets one per clean record; any other batch hook
 # (a user's, by default) makes the part take the per-line path, where it gets full records.
-LIGHT = frozenset({"line", "id", "count", "n_ids"})
+LIGHT = frozenset({"line", "id", "count", "n_ids", "ids"})
 
 
 class Plan(NamedTuple):
@@ -65,6 +65,7 @@ class Plan(NamedTuple):
     structure_check: bool
     finish_check: bool = False  # a record whose finish reason it judges goes per line
     fields: tuple[tuple[str, ...], ...] = ()
+    ids: bool = False  # the light rows carry their ids (the round trip, unique_text)
 
 
 def plan(path: Any, contract: Contract, hook: Any, start: int = 0, end: int | None = None
@@ -90,6 +91,7 @@ def plan(path: Any, contract: Contract, hook: Any, start: int = 0, end: int | No
         if native is None or not native(contract):
             return None  # a per-record check that needs every record as a Python object
     fields: dict[tuple[str, ...], None] = {}
+    wants_ids = False
     for impl in batch:
         reads = getattr(impl.plugin, "reads", None)
         if reads is None:
@@ -99,6 +101,7 @@ def plan(path: Any, contract: Contract, hook: Any, start: int = 0, end: int | No
                 fields[what] = None
             elif what not in LIGHT:
                 return None
+            wants_ids = wants_ids or what == "ids"
     if mode != "1" and _size(path, start, end) < MIN_BYTES:
         return None
     try:
@@ -107,7 +110,8 @@ def plan(path: Any, contract: Contract, hook: Any, start: int = 0, end: int | No
     except ImportError:
         return None
     names = {getattr(i.plugin, "native_key", None) for i in record}
-    return Plan("count" in names, "structure" in names, "finish_reason" in names, tuple(fields))
+    return Plan("count" in names, "structure" in names, "finish_reason" in names, tuple(fields),
+                wants_ids)
 
 
 def _size(path: Any, start: int, end: int | None) -> int:
@@ -245,6 +249,7 @@ class _Columns:
                       and not how.fields and not finish else
                       _Paths(contract, simdjson.Object, simdjson.Array, how.fields, finish))
         self.row_fields: list[dict[tuple[str, ...], Any]] = []  # of the rows of the last chunk
+        self.row_ids: list[Any] | None = None  # their ids' buffers, when a batch hook reads ids
         self.tokens = tuple(dict.fromkeys(contract.require_once_ids + contract.forbid_ids))
         self.spare: Any = None  # a second parser, for the rare line looked at again
 
@@ -409,6 +414,7 @@ class _Columns:
             taken = set(good_rows)
             odd = sorted([r for r in range(n) if r not in taken] + odd + failed)
         self.row_fields = field_values
+        self.row_ids = bufs if self.how.ids else None
         return self.fold(cut, n, line0, odd, rows, bufs, counts, record_ids, n_ids, skipped)
 
     def nested(self, cut: _Cut, n: int, rows: list[int], known: list[int] | None = None
@@ -553,7 +559,7 @@ class _Columns:
             if stop > at:
                 self.plain.flush()
                 self.run(_Rows(Columns(line_col[at:stop], id_col[at:stop], count_col[at:stop]),
-                               good_rows[at:stop], n_ids, bad, self.row_fields))
+                               good_rows[at:stop], n_ids, bad, self.row_fields, self.row_ids))
                 at = stop
             if row < n:
                 raw = cut.line(row)
@@ -688,9 +694,11 @@ class _Rows(Sequence[Any]):
 
     def __init__(self, columns: Columns, keys: list[int], n_ids: list[int],
                  bad: dict[int, tuple[Any, int, int]],
-                 fields: list[dict[tuple[str, ...], Any]] | None = None):
+                 fields: list[dict[tuple[str, ...], Any]] | None = None,
+                 ids: list[Any] | None = None):
         self.columns, self.keys, self.n_ids, self.bad = columns, keys, n_ids, bad
         self.fields = fields or None  # per row (as n_ids): the values of Plan.fields
+        self.ids = ids  # per row: its ids as an int64 buffer (Plan.ids), else None
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -703,7 +711,8 @@ class _Rows(Sequence[Any]):
         if k in self.bad:
             return _Failed(cols.line[i], cols.id[i], cols.billed[i], self.n_ids[k], *self.bad[k],
                            values)
-        return _Row(cols.line[i], cols.id[i], cols.billed[i], self.n_ids[k], values)
+        return _Row(cols.line[i], cols.id[i], cols.billed[i], self.n_ids[k], values,
+                    self.ids[k] if self.ids is not None else None)
 
     def __iter__(self) -> Iterator[Any]:
         return (self[i] for i in range(len(self.keys)))
@@ -729,11 +738,15 @@ class _Failed:
 
     def __getattr__(self, name: str) -> Any:  # never a silent half-record
         raise AttributeError(f"record.{name}: the columnar path hands a per-record check "
-                             "line, id, count, n_ids, last_id, count_each and field_values only")
+                             "line, id, count, n_ids, ids, last_id, count_each and field_values only")
 
     @property
     def last_id(self) -> int | None:
         return int(self._flat[self._end - 1]) if self._end > self._start else None
+
+    @property
+    def ids(self) -> list[int]:
+        return self._flat[self._start:self._end].tolist()
 
     def count_each(self, tokens: tuple[int, ...]) -> list[int]:
         ids = self._flat[self._start:self._end]
@@ -758,7 +771,7 @@ class _Cut:
 class _Row:
     """A clean record as the batch hooks that declare `reads` within LIGHT see it."""
 
-    __slots__ = ("line", "id", "count", "n_ids", "field_values")
+    __slots__ = ("line", "id", "count", "n_ids", "field_values", "_buf")
 
     def __getattr__(self, name: str) -> Any:  # never a silent half-record
         raise AttributeError(
@@ -767,9 +780,16 @@ class _Row:
             f"field_values); add {name!r} to what it reads")
 
     def __init__(self, line: int, record_id: Any, count: int, n_ids: int,
-                 field_values: dict[tuple[str, ...], Any] | None = None):
+                 field_values: dict[tuple[str, ...], Any] | None = None, buf: Any = None):
         self.line, self.id, self.count, self.n_ids = line, record_id, count, n_ids
-        self.field_values = field_values
+        self.field_values, self._buf = field_values, buf
+
+    @property
+    def ids(self) -> list[int]:
+        """Its ids, from the int64 buffer simdjson wrote (a batch hook declared "ids")."""
+        if self._buf is None:
+            raise AttributeError("record.ids: this batch hook did not declare reads() = ids")
+        return memoryview(self._buf).cast("q").tolist()
 
     def finding(self, check: str, message: str, allowable: bool = False) -> Finding:
         return Finding(check, message, self.line, self.id, allowable)

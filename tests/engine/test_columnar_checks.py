@@ -125,3 +125,64 @@ def test_fuzzed_finish_reasons_and_groups_audit_the_same(tmp_path, monkeypatch, 
     path = tmp_path / "x.jsonl"
     path.write_bytes(jsonl_bytes(items))
     assert_same(path, CONTRACTS[which])
+
+
+# -- the checks that read ids: the round trip (real Qwen3 tokenizer), unique_text -----------------
+
+def ids_contracts() -> dict[str, Any]:
+    from tokdata import qwen_dir
+
+    return {
+        "roundtrip": default_contract(max_shown=10**6, tokenizer=str(qwen_dir()), roundtrip_rel=0.05,
+                                      unique_ids=True),
+        "unique_text": default_contract(max_shown=10**6, unique_text=True),
+        "both": default_contract(max_shown=10**6, tokenizer=str(qwen_dir()), roundtrip_rel=0.0,
+                                 unique_text=True, group_by=("model",), finish_reason=("stop",),
+                                 finish_reason_field=("finish",)),
+    }
+
+
+def ids_records(tok: Any) -> list[Any]:
+    from tokdata import make_record_ids
+
+    good = [make_record_ids(tok, f"thinking {i} about x{i % 3}", f"answer {i % 4}") for i in range(10)]
+    out: list[Any] = [{"sample_id": f"s{i}", "completion_tokens": len(ids), "output_ids": ids,
+                       "model": f"m{i % 2}", "finish": "stop"} for i, ids in enumerate(good)]
+    # Ids no text gives back (the round trip changes them); the same ids under two record ids
+    # (unique_text); a count finding; an empty list; a bad line between.
+    broken = [t for ch in "hello world, hello again" for t in tok.encode(ch, add_special_tokens=False)]
+    out += [{"sample_id": "rt", "completion_tokens": len(broken), "output_ids": broken, "model": "m0"},
+            {"sample_id": "dup", "completion_tokens": len(good[3]), "output_ids": good[3]},
+            {"sample_id": "over", "completion_tokens": 999, "output_ids": good[4], "finish": "stop"},
+            {"sample_id": "empty", "completion_tokens": 0, "output_ids": []},
+            {"sample_id": "len", "completion_tokens": 2, "output_ids": good[5][:2], "finish": "length"},
+            '{"sample_id": "bad", "completion_tokens": 2, "output_ids": [1, 2.0]}']
+    return out
+
+
+def test_round_trip_and_unique_text_go_columnar(tmp_path, monkeypatch, tok):
+    monkeypatch.setattr(columnar, "CHUNK", 2000)
+    seen = per_line_lines(monkeypatch)
+    path = tmp_path / "x.jsonl"
+    clean = ids_records(tok)[:10]
+    path.write_bytes(jsonl_bytes(clean + clean[:2]))  # two stored twice: unique_text's finding
+    for name, contract in ids_contracts().items():
+        monkeypatch.setenv(columnar.ENV, "1")
+        assert columnar.plan(path, contract, builtin_hook()).ids, name
+        seen.clear()
+        summary = json.loads(audited(path, contract, "1")[0])
+        assert seen == [], name
+        assert summary["checked"] == 12, name
+        assert_same(path, contract)
+
+
+@pytest.mark.parametrize("chunk", [64, 1 << 20])
+def test_round_trip_and_unique_text_audit_the_same(tmp_path, monkeypatch, tok, chunk):
+    monkeypatch.setattr(columnar, "CHUNK", chunk)
+    path = tmp_path / "x.jsonl"
+    records = ids_records(tok)
+    path.write_bytes(jsonl_bytes(records + BAD_LINES + records[::-1]))
+    for name, contract in ids_contracts().items():
+        assert_same(path, contract)
+    text = audited(path, ids_contracts()["roundtrip"], "1")[1]
+    assert "x.jsonl:11: " in text and "tokens change" in text
