@@ -14,10 +14,18 @@ orjson the last), a nested list among the ids, an id that is not an int64, a cou
 another type or missing. Nested fields (`usage.completion_tokens`, `choices.0.ids`) and a
 count formula are read by `_Paths`, step by step as base.fields.get_path reads them.
 
-It is used only where it gives what the per-line path gives (see `plan`): no per-record or
-batch hook of a plugin other than the built-ins, no text template, round trip, group_by,
-unique_text or finish_reason. TOKAUDIT_COLUMNAR=0 forces the per-line path; =1 uses this
-one whenever it is valid, whatever the part's size.
+The batch hooks get each run of clean records as light records carrying what their
+`reads(contract)` declares (checks/__init__.py): line, id, count, n_ids, the ids (from the
+int64 buffer: the round trip, unique_text) and field values (`field_values`: group_by, the
+finish reasons, read only as scalars). A record whose finish reason tokaudit_finish_reason
+does not allow goes to the per-line path, which words the finding.
+
+It is used only where it gives what the per-line path gives (see `plan`): no per-record
+hook of a plugin other than the built-ins, every batch hook declaring what it reads within
+those, no text template (the ids come from the tokenizer). Parts under MIN_BYTES stay on
+the per-line path: importing numpy costs ~50-110 ms (docs/performance.md).
+TOKAUDIT_COLUMNAR=0 forces the per-line path (the tests' oracle); =1 uses this one whenever
+it is valid, whatever the part's size.
 """
 
 from __future__ import annotations
