@@ -22,6 +22,7 @@ pytest.importorskip("simdjson")
 pytest.importorskip("numpy")
 
 from pytest_tokaudit.engine import plain as audit_module  # noqa: E402
+from pytest_tokaudit.base.fields import parse_template  # noqa: E402
 from pytest_tokaudit.engine import columnar  # noqa: E402
 from pytest_tokaudit.engine.passes import audit  # noqa: E402
 from pytest_tokaudit.engine.plain import check_file  # noqa: E402
@@ -332,12 +333,18 @@ def test_plan_only_where_the_columnar_path_is_exact(tmp_path, monkeypatch):
     path = tmp_path / "x.jsonl"
     path.write_bytes(b"")
     contract = CONTRACTS["where"]
-    assert columnar.plan(path, contract, builtin_hook()) == columnar.Plan(True, True)
+    assert columnar.plan(path, contract, builtin_hook()) == columnar.Plan(True, True, True)
     # A user's per-record hook sees every record: the per-line path.
     assert columnar.plan(path, contract, builtin_hook(UserCheck())) is None
+    # Nested fields, groups, finish reasons, the round trip, unique_text go columnar too
+    # (tests/engine/); a text template does not: the ids come from the tokenizer.
     for change in [dict(id_field=("meta", "id")), dict(group_by=("model",)),
-                   dict(roundtrip_rel=0.05, tokenizer="tok"), dict(unique_text=True), dict(finish_reason=("stop",))]:
-        assert columnar.plan(path, dataclasses.replace(contract, **change), builtin_hook()) is None
+                   dict(finish_reason=("stop",)), dict(roundtrip_rel=0.05, tokenizer="tok"),
+                   dict(unique_text=True)]:
+        assert columnar.plan(path, dataclasses.replace(contract, **change), builtin_hook()) is not None
+    template = parse_template("{text}")
+    assert columnar.plan(path, dataclasses.replace(contract, text_template=template, tokenizer="tok"),
+                         builtin_hook()) is None
     monkeypatch.setenv(columnar.ENV, "0")
     assert columnar.plan(path, contract, builtin_hook()) is None
     # Unset: only parts big enough to be worth importing numpy.

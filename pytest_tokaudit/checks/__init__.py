@@ -2,8 +2,12 @@
 
 Registered by name in every process that audits (the names decide what is collected);
 `-p no:NAME` turns one off. Each check declares beside itself what the columnar path
-needs to know (`native(contract)` for a per-record check it does natively, `reads(contract)`
-for a batch hook's fields). Modules are imported when the checks are loaded, not here.
+(engine/columnar.py) needs to know: `native(contract)` and `native_key` for a per-record
+check whose work it does over its columns (count, structure) or whose findings it hands to
+the per-line path (finish_reason); `reads(contract)` for a batch hook: what of a record it
+reads, of "line", "id", "count", "n_ids", "ids", or field paths (tuples: the light records
+carry their values in `field_values`); "data" or no `reads` means the whole record (the
+per-line path). Modules are imported when the checks are loaded, not here.
 """
 
 from __future__ import annotations

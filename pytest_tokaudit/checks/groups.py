@@ -22,8 +22,12 @@ NONE = "(none)"
 
 
 def _value(record: Any, path: tuple[str, ...]) -> str:
-    plain = type(record) in (Record, TextRecord) and path[0] != record._key
-    value = get_path(record._data if plain else record.data, path)
+    values = getattr(record, "field_values", None)  # a columnar light row (its `reads`)
+    if values is not None:
+        value = values[path]
+    else:
+        plain = type(record) in (Record, TextRecord) and path[0] != record._key
+        value = get_path(record._data if plain else record.data, path)
     if value is MISSING or value is None:
         return NONE
     return value if type(value) is str else repr(value)
@@ -33,9 +37,15 @@ class GroupCheck:
     """tokaudit_group_by: counts and sums per group of field values, the mean check per group."""
 
     @staticmethod
-    def reads(contract: Any) -> frozenset[str]:
-        """What of a record its batch hook reads: its fields, when groups are configured."""
-        return frozenset({"data"} if contract.group_by else ())
+    def reads(contract: Any) -> frozenset[Any]:
+        """What of a record its batch hook reads, when groups are configured: its line, id,
+        counts, and the group fields and finish reason (paths: their values)."""
+        if not contract.group_by:
+            return frozenset()
+        finish = contract.finish_reason_field
+        return frozenset({"line", "id", "count", "n_ids",
+                          *(tuple(f.split(".")) for f in contract.group_by),
+                          *([finish] if finish else [])})
 
     @hookimpl
     def pytest_tokaudit_check_batch(self, records, contract, summary):

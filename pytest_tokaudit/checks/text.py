@@ -45,22 +45,24 @@ class IdsMatchTextCheck:
 class FinishReasonCheck:
     """The API's finish reason is one of the allowed ones (a record without one is not judged)."""
 
-    @staticmethod
-    def native(contract: Any) -> bool:
-        """Idle without tokaudit_finish_reason (the columnar path then has nothing to do)."""
-        return not contract.finish_reason
+    # The columnar path (engine/columnar.py) reads the finish reason of each record and
+    # hands one it judges to the per-line path, where this hook words it.
+    native_key = "finish_reason"
+    native = staticmethod(lambda contract: True)
 
     @staticmethod
-    def reads(contract: Any) -> frozenset[str]:
-        """Its batch hook reads the records' fields: to count finish reasons (HTML report)
-        and to judge those of records that cannot be checked."""
-        return frozenset({"data"} if _tallied(contract) or contract.finish_reason else ())
+    def reads(contract: Any) -> frozenset[Any]:
+        """Its batch hook reads one field of each record: its finish reason, to count them
+        (HTML report) and to judge those of records that cannot be checked."""
+        field = contract.finish_reason_field
+        return frozenset({field} if field and (_tallied(contract) or contract.finish_reason)
+                         else ())
 
     @hookimpl
     def pytest_tokaudit_check_record(self, record, contract):
         if not contract.finish_reason or not contract.finish_reason_field:
             return None
-        why = self.why(_data(record), contract)
+        why = self.judge(field_of(record, contract.finish_reason_field), contract)
         return Finding("finish_reason", why) if why else None
 
     @hookimpl
@@ -72,7 +74,7 @@ class FinishReasonCheck:
         if _tallied(contract):
             figures = writable(summary).figures
             for record in records:
-                value = get_path(_data(record), contract.finish_reason_field)
+                value = field_of(record, contract.finish_reason_field)
                 if value is not MISSING and value is not None:
                     figures.add_finish(value if type(value) is str else repr(value))
         if not contract.finish_reason or not contract.finish_reason_field:
@@ -86,7 +88,10 @@ class FinishReasonCheck:
 
     @staticmethod
     def why(data: Any, contract: Any) -> str | None:
-        value = get_path(data, contract.finish_reason_field)
+        return FinishReasonCheck.judge(get_path(data, contract.finish_reason_field), contract)
+
+    @staticmethod
+    def judge(value: Any, contract: Any) -> str | None:
         if value is MISSING or value is None or value in contract.finish_reason:
             return None
         name = ".".join(contract.finish_reason_field)
@@ -97,6 +102,15 @@ class FinishReasonCheck:
 
 def _tallied(contract: Any) -> bool:
     return bool((contract.finish_reason or contract.group_by) and contract.finish_reason_field)
+
+
+def field_of(record: Any, path: tuple[str, ...]) -> Any:
+    """A field of a record (MISSING if it has none): a columnar light row holds the values of
+    the fields its batch hooks declared in `reads` (a KeyError for any other: declare it)."""
+    values = getattr(record, "field_values", None)
+    if values is not None:
+        return values[path]
+    return get_path(_data(record), path)
 
 
 def _data(record: Any) -> Any:

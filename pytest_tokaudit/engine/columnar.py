@@ -9,13 +9,23 @@ the count and structure checks run over the whole chunk at once. A record that p
 is folded into the summary in bulk. Every other line goes through audit.PlainPass, the exact
 per-line path, which words every finding: a record with any finding, a line that is not
 exactly `{...}` (blank, CRLF, a byte order mark, white space around it), a line simdjson
-refuses, a contract key given twice (simdjson reads the first, orjson the last), a nested
-list among the ids, an id that is not an int64, a count or id of another type.
+refuses, a key given twice in an object a field is read from (simdjson reads the first,
+orjson the last), a nested list among the ids, an id that is not an int64, a count or id of
+another type or missing. Nested fields (`usage.completion_tokens`, `choices.0.ids`) and a
+count formula are read by `_Paths`, step by step as base.fields.get_path reads them.
 
-It is used only where it gives what the per-line path gives (see `plan`): no per-record or
-batch hook of a plugin other than the built-ins, no text template, round trip, group_by,
-unique_text or finish_reason, top-level fields only. TOKAUDIT_COLUMNAR=0 forces the per-line
-path; =1 uses this one whenever it is valid, whatever the part's size.
+The batch hooks get each run of clean records as light records carrying what their
+`reads(contract)` declares (checks/__init__.py): line, id, count, n_ids, the ids (from the
+int64 buffer: the round trip, unique_text) and field values (`field_values`: group_by, the
+finish reasons, read only as scalars). A record whose finish reason tokaudit_finish_reason
+does not allow goes to the per-line path, which words the finding.
+
+It is used only where it gives what the per-line path gives (see `plan`): no per-record
+hook of a plugin other than the built-ins, every batch hook declaring what it reads within
+those, no text template (the ids come from the tokenizer). Parts under MIN_BYTES stay on
+the per-line path: importing numpy costs ~50-110 ms (docs/performance.md).
+TOKAUDIT_COLUMNAR=0 forces the per-line path (the tests' oracle); =1 uses this one whenever
+it is valid, whatever the part's size.
 """
 
 from __future__ import annotations
@@ -25,6 +35,7 @@ import os
 from pathlib import Path
 from typing import Any, Iterator, NamedTuple
 
+from ..base.fields import LIST_INDEX, MISSING, CountSum
 from ..base.findings import Finding
 from ..model.contract import Contract
 from ..model.summary import FileSummary
@@ -46,17 +57,21 @@ MIN_BYTES = 4 << 20  # smaller parts stay on the per-line path: importing numpy 
 I64_MAX = 2**63 - 1
 
 
-# What a light row (_Row) holds: a batch hook whose `reads(contract)` is within this gets
-# one per clean record; any other batch hook (a user's, by default) makes the part take
-# the per-line path, where it gets full records.
-LIGHT = frozenset({"line", "id", "count", "n_ids"})
+# What a light row (_Row) holds: a batch hook whose `reads(contract)` is within this (or
+# names fields, as paths: `field_values`) gets one per clean record; any other batch hook
+# (a user's, by default) makes the part take the per-line path, where it gets full records.
+LIGHT = frozenset({"line", "id", "count", "n_ids", "ids"})
 
 
 class Plan(NamedTuple):
-    """Which built-in per-record checks are registered (-p no:tokaudit.count drops one)."""
+    """Which built-in per-record checks are registered (-p no:tokaudit.count drops one),
+    and the fields of each clean record the batch hooks read (their `reads`)."""
 
     count_check: bool
     structure_check: bool
+    finish_check: bool = False  # a record whose finish reason it judges goes per line
+    fields: tuple[tuple[str, ...], ...] = ()
+    ids: bool = False  # the light rows carry their ids (the round trip, unique_text)
 
 
 def plan(path: Any, contract: Contract, hook: Any, start: int = 0, end: int | None = None
@@ -65,13 +80,8 @@ def plan(path: Any, contract: Contract, hook: Any, start: int = 0, end: int | No
     mode = os.environ.get(ENV, "")
     if mode == "0":
         return None
-    if (contract.text_template is not None or contract.finish_reason
-            or type(contract.count_field) is not tuple):
-        return None  # fields the line parser must read as Python objects
-    fields = [f for f in (contract.ids_field, contract.count_field, contract.id_field,
-                          contract.where) if f]
-    if any(len(f) != 1 for f in fields) or len({f[0] for f in fields}) != len(fields):
-        return None  # nested paths (and a field read twice) stay on the per-line path
+    if contract.text_template is not None:
+        return None  # the ids are rebuilt from the text, by the tokenizer
     tokens = contract.require_once_ids + contract.require_last_ids + contract.forbid_ids
     if any(t > I64_MAX for t in tokens):
         return None
@@ -86,10 +96,18 @@ def plan(path: Any, contract: Contract, hook: Any, start: int = 0, end: int | No
         native = getattr(impl.plugin, "native", None)
         if native is None or not native(contract):
             return None  # a per-record check that needs every record as a Python object
+    fields: dict[tuple[str, ...], None] = {}
+    wants_ids = False
     for impl in batch:
         reads = getattr(impl.plugin, "reads", None)
-        if reads is None or not reads(contract) <= LIGHT:
+        if reads is None:
             return None  # a batch hook that may read any field of a record
+        for what in sorted(reads(contract), key=str):
+            if type(what) is tuple:  # a field's value (a scalar, or MISSING)
+                fields[what] = None
+            elif what not in LIGHT:
+                return None
+            wants_ids = wants_ids or what == "ids"
     if mode != "1" and _size(path, start, end) < MIN_BYTES:
         return None
     try:
@@ -98,7 +116,8 @@ def plan(path: Any, contract: Contract, hook: Any, start: int = 0, end: int | No
     except ImportError:
         return None
     names = {getattr(i.plugin, "native_key", None) for i in record}
-    return Plan("count" in names, "structure" in names)
+    return Plan("count" in names, "structure" in names, "finish_reason" in names, tuple(fields),
+                wants_ids)
 
 
 def _size(path: Any, start: int, end: int | None) -> int:
@@ -224,9 +243,19 @@ class _Columns:
         self.limit = plain.limit
         self.blank = 0
         self.ids_name = contract.ids_field[0]
-        self.count_name = contract.count_field[0]  # type: ignore[index] # plan(): a tuple
+        count = contract.count_field
+        self.count_name = count[0] if type(count) is tuple else ""
         self.id_name = contract.id_field[0] if contract.id_field else None
         self.where_name = contract.where[0] if contract.where else None
+        # Nested paths, a count formula or fields the batch hooks read (`Plan.fields`):
+        # each record's fields are read by `_Paths`.
+        paths = [p for p in (contract.ids_field, contract.id_field, contract.where) if p]
+        finish = contract.finish_reason if how.finish_check and contract.finish_reason_field else ()
+        self.paths = (None if type(count) is tuple and all(len(p) == 1 for p in [*paths, count])
+                      and not how.fields and not finish else
+                      _Paths(contract, simdjson.Object, simdjson.Array, how.fields, finish))
+        self.row_fields: list[dict[tuple[str, ...], Any]] = []  # of the rows of the last chunk
+        self.row_ids: list[Any] | None = None  # their ids' buffers, when a batch hook reads ids
         self.tokens = tuple(dict.fromkeys(contract.require_once_ids + contract.forbid_ids))
         self.spare: Any = None  # a second parser, for the rare line looked at again
 
@@ -320,6 +349,10 @@ class _Columns:
         array_type = self.array_type
         ids_name, count_name, id_name, where_name = (
             self.ids_name, self.count_name, self.id_name, self.where_name)
+        paths = self.paths
+        known_arrays: list[int] = []  # with `paths`: the "[" each row is known to hold
+        fields = paths is not None and paths.fields
+        field_values: list[dict[tuple[str, ...], Any]] = []
         doc: Any = None
         ids: Any = None
         for row, doc in pairs:
@@ -327,26 +360,35 @@ class _Columns:
                 if len(doc) != len(set(doc.keys())):  # simdjson reads the first, orjson the last
                     odd.append(row)
                     continue
-                ids = doc.get(ids_name)
-                is_array = type(ids) is array_type
-                arrays += is_array  # skipped or not: its "[" is accounted for
-                if where_name is not None:
-                    flag = doc.get(where_name)
-                    if type(flag) not in _SCALARS:  # a list or object: the per-line path decides
+                if paths is not None:  # nested paths or a count formula
+                    got = paths.read(doc)
+                    if got is None or got is SKIP:
+                        skipped += got is SKIP
+                        if got is None:
+                            odd.append(row)
+                        continue
+                    ids, count, rid, known, values = got
+                else:
+                    ids = doc.get(ids_name)
+                    is_array = type(ids) is array_type
+                    arrays += is_array  # skipped or not: its "[" is accounted for
+                    if where_name is not None:
+                        flag = doc.get(where_name)
+                        if type(flag) not in _SCALARS:  # a list or object: the per-line path decides
+                            odd.append(row)
+                            continue
+                        if not flag:
+                            skipped += 1
+                            continue
+                    if not is_array:
                         odd.append(row)
                         continue
-                    if not flag:
-                        skipped += 1
+                    count = doc.get(count_name)
+                    rid = doc.get(id_name) if id_name is not None else None
+                    if (type(count) is not int or not 0 <= count < EXACT
+                            or id_name is not None and type(rid) is not str and type(rid) is not int):
+                        odd.append(row)
                         continue
-                if not is_array:
-                    odd.append(row)
-                    continue
-                count = doc.get(count_name)
-                rid = doc.get(id_name) if id_name is not None else None
-                if (type(count) is not int or not 0 <= count < EXACT
-                        or id_name is not None and type(rid) is not str and type(rid) is not int):
-                    odd.append(row)
-                    continue
                 buf = ids.as_buffer(of_type="i")  # raises for a float, null, bool, past int64...
                 size = len(ids)
             except Exception:  # noqa: BLE001 - any id that is not an int64: the per-line path
@@ -359,22 +401,32 @@ class _Columns:
             counts.append(count)
             record_ids.append(rid)
             n_ids.append(size)
-        if brackets - 1 > arrays and rows:
+            if paths is not None:
+                known_arrays.append(known)
+                if fields:
+                    field_values.append(values)
+        if (brackets - 1 > arrays or paths is not None) and rows:
             # More "[" than ids arrays: a line may nest a list among its ids, which
             # as_buffer flattens and the per-line path refuses. Those lines are looked at.
-            nested = self.nested(cut, n, rows)
+            nested = self.nested(cut, n, rows, known_arrays or None)
             if nested:
                 keep = [i for i, row in enumerate(rows) if row not in nested]
                 rows, bufs, counts, record_ids, n_ids = (
                     [col[i] for i in keep] for col in (rows, bufs, counts, record_ids, n_ids))
+                if fields:
+                    field_values = [field_values[i] for i in keep]
                 odd = sorted(odd + list(nested))
         if len(good_rows) < n or failed:
             taken = set(good_rows)
             odd = sorted([r for r in range(n) if r not in taken] + odd + failed)
+        self.row_fields = field_values
+        self.row_ids = bufs if self.how.ids else None
         return self.fold(cut, n, line0, odd, rows, bufs, counts, record_ids, n_ids, skipped)
 
-    def nested(self, cut: _Cut, n: int, rows: list[int]) -> set[int]:
-        """The rows whose ids nest a list, of those holding more than one "["."""
+    def nested(self, cut: _Cut, n: int, rows: list[int], known: list[int] | None = None
+               ) -> set[int]:
+        """The rows whose ids nest a list, of those holding more "[" than the one of their
+        ids (and, with nested paths, those of the lists on the way: `known`, per row)."""
         np = self.np
         u = np.frombuffer(cut.data, dtype=np.uint8)
         per_line = np.bincount(np.searchsorted(cut.ends, np.flatnonzero(u == 91)), minlength=n)
@@ -383,12 +435,14 @@ class _Columns:
 
             self.spare = simdjson.Parser()
         out = set()
-        for row in rows:
-            if per_line[row] > 1:
+        for k, row in enumerate(rows):
+            if per_line[row] > (1 if known is None else known[k]):
                 doc: Any = self.spare.parse(cut.line(row))
-                if b"[" in doc.get(self.ids_name).mini[1:]:
+                ids = (doc.get(self.ids_name) if self.paths is None
+                       else self.paths.get(doc, self.contract.ids_field))
+                if b"[" in ids.mini[1:]:
                     out.add(row)
-                doc = None
+                doc = ids = None
         return out
 
     @functools.cached_property
@@ -411,11 +465,113 @@ class _Columns:
             else:
                 take(line0 + row + 1, len(raw) if len(raw) > limit else body)
 
-        self.kernel.fold(n, line0, odd, rows, flat, n_ids, counts, record_ids, skipped, take_odd)
+        self.kernel.fold(n, line0, odd, rows, flat, n_ids, counts, record_ids, skipped, take_odd,
+                         fields=self.row_fields, ids=self.row_ids)
         return line0 + n
 
 
 SENTINEL = 10**17 + int.from_bytes(os.urandom(7), "little")  # no data can hold it by chance
+
+
+SKIP = object()  # _Paths.read: a record tokaudit_where skips
+
+
+class _Paths:
+    """The contract's fields read from a parsed record as base.fields.get_path reads them
+    from the per-line path's object: a name in an object, a digit index in a list, every
+    other step MISSING. A record whose fields the per-line path must word (missing, of
+    another type, out of range, a key given twice on the way) reads as None."""
+
+    def __init__(self, contract: Contract, object_type: Any, array_type: Any,
+                 fields: tuple[tuple[str, ...], ...] = (), finish: tuple[str, ...] = ()):
+        self.object_type, self.array_type = object_type, array_type
+        # The values handed to the batch hooks (light rows' `field_values`), and the finish
+        # reasons allowed: a record with another one is the per-line path's to word.
+        self.finish_field = contract.finish_reason_field if finish else ()
+        self.fields = tuple(dict.fromkeys([*fields, *([self.finish_field] if finish else [])]))
+        self.finish = finish
+        self.ids_field, self.id_field, self.where = (
+            contract.ids_field, contract.id_field, contract.where)
+        count = contract.count_field
+        if isinstance(count, CountSum):
+            self.terms = [(t.path, t.optional, t.negative) for t in count.terms]
+            self.constant = count.constant
+        else:
+            self.terms, self.constant = [(count, False, False)], 0
+
+    def get(self, doc: Any, path: tuple[str, ...], lists: set[tuple[str, ...]] | None = None
+            ) -> Any:
+        """The value at `path`, or MISSING; raises _KeyTwice for a key given twice in an
+        object on the way (simdjson reads the first, orjson the last). `lists` gets the
+        path of each list stepped through (its "[" is in the line)."""
+        for k, part in enumerate(path):
+            kind = type(doc)
+            if kind is self.object_type:
+                if k and len(doc) != len(set(doc.keys())):  # the record's own: checked before
+                    raise _KeyTwice
+                doc = doc.get(part, MISSING)
+                if doc is MISSING:
+                    return MISSING
+            elif kind is self.array_type and LIST_INDEX(part):
+                index = int(part)
+                if index >= len(doc):
+                    return MISSING
+                if lists is not None:
+                    lists.add(path[:k])
+                doc = doc[index]
+            else:
+                return MISSING
+        return doc
+
+    def read(self, doc: Any) -> Any:
+        """(ids, count, id, the "[" known in the line, the field values) of a clean record,
+        SKIP, or None."""
+        lists: set[tuple[str, ...]] = set()
+        get = self.get
+        try:
+            if self.where:
+                flag = get(doc, self.where, lists)
+                if flag is MISSING:
+                    return SKIP
+                if type(flag) not in _SCALARS:  # a list or object: the per-line path decides
+                    return None
+                if not flag:
+                    return SKIP
+            ids = get(doc, self.ids_field, lists)
+            if type(ids) is not self.array_type:
+                return None
+            total = self.constant
+            for path, optional, negative in self.terms:
+                value = get(doc, path, lists)
+                if optional and (value is MISSING or value is None):
+                    continue
+                if type(value) is not int or not 0 <= value < EXACT:
+                    return None
+                total += -value if negative else value
+            if not 0 <= total < EXACT:
+                return None
+            rid = None
+            if self.id_field:
+                rid = get(doc, self.id_field, lists)
+                if type(rid) is not str and type(rid) is not int:
+                    return None
+            values = {}
+            for path in self.fields:
+                value = get(doc, path, lists)
+                if value is not MISSING and type(value) not in _SCALARS:  # a list or object
+                    return None
+                values[path] = value
+            if self.finish:
+                value = values[self.finish_field]
+                if value is not MISSING and value is not None and value not in self.finish:
+                    return None  # tokaudit.finish_reason's finding: worded per line
+        except _KeyTwice:
+            return None
+        return ids, total, rid, 1 + len(lists), values
+
+
+class _KeyTwice(Exception):
+    """A key given twice in an object on a field's path."""
 
 
 class _Misaligned(Exception):

@@ -75,8 +75,8 @@ def plan(contract: Contract, hook: Any) -> Any:
             return None  # a per-record check that needs every record as a Python object
     for impl in batch:
         reads = getattr(impl.plugin, "reads", None)
-        if reads is None or not reads(contract) <= LIGHT:
-            return None  # a batch hook that may read any field of a record
+        if reads is None or not reads(contract) <= LIGHT - {"ids"}:
+            return None  # a batch hook that may read any field of a record, or the ids
     try:
         import numpy  # noqa: F401
     except ImportError:

@@ -110,11 +110,14 @@ class Kernel:
 
     def fold(self, n: int, line0: int, odd: list[int], rows: list[int], flat: Any,
              n_ids: list[int], counts: list[int], record_ids: list[Any], skipped: int,
-             take_odd: Callable[[int], None], starts: Any = None) -> None:
+             take_odd: Callable[[int], None], starts: Any = None,
+             fields: list[dict[tuple[str, ...], Any]] | None = None,
+             ids: list[Any] | None = None) -> None:
         """One batch of n rows, numbered line0 + 1 on: the parsed `rows` (with their ids in
         `flat`, `n_ids` of each from its `starts`, else one after the other, their billed
         `counts` and `record_ids`) checked and folded, the `odd` rows (sorted) handed to
-        `take_odd` in their place."""
+        `take_odd` in their place. `fields` and `ids` (per parsed row, when a batch hook
+        reads field paths or the ids) ride on the light records."""
         np, summary = self.np, self.summary
         if rows:
             lens = np.array(n_ids, dtype=np.int64)
@@ -157,7 +160,7 @@ class Kernel:
             if stop > at:
                 self.plain.flush()
                 self.run(_Rows(Columns(line_col[at:stop], id_col[at:stop], count_col[at:stop]),
-                               good_rows[at:stop], n_ids, bad))
+                               good_rows[at:stop], n_ids, bad, fields, ids))
                 at = stop
             if row < n:
                 take_odd(row)
@@ -211,8 +214,12 @@ class _Rows(Sequence[Any]):
     their columns (model.records.Columns) for the built-in batch hooks."""
 
     def __init__(self, columns: Columns, keys: list[int], n_ids: list[int],
-                 bad: dict[int, tuple[Any, int, int, dict[int, int]]]):
+                 bad: dict[int, tuple[Any, int, int, dict[int, int]]],
+                 fields: list[dict[tuple[str, ...], Any]] | None = None,
+                 ids: list[Any] | None = None):
         self.columns, self.keys, self.n_ids, self.bad = columns, keys, n_ids, bad
+        self.fields = fields or None  # per row (as n_ids): the values of Plan.fields
+        self.ids = ids  # per row: its ids as an int64 buffer (Plan.ids), else None
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -221,9 +228,12 @@ class _Rows(Sequence[Any]):
         if isinstance(i, slice):
             return [self[j] for j in range(*i.indices(len(self)))]
         cols, k = self.columns, self.keys[i]
+        values = self.fields[k] if self.fields is not None else None
         if k in self.bad:
-            return _Failed(cols.line[i], cols.id[i], cols.billed[i], self.n_ids[k], *self.bad[k])
-        return _Row(cols.line[i], cols.id[i], cols.billed[i], self.n_ids[k])
+            return _Failed(cols.line[i], cols.id[i], cols.billed[i], self.n_ids[k], *self.bad[k],
+                           values)
+        return _Row(cols.line[i], cols.id[i], cols.billed[i], self.n_ids[k], values,
+                    self.ids[k] if self.ids is not None else None)
 
     def __iter__(self) -> Iterator[Any]:
         return (self[i] for i in range(len(self.keys)))
@@ -250,16 +260,23 @@ class _Failed:
     """A parsed record the count or structure rule fails, as its checks read it: the
     count, the ids' number, last id and token counts, from its slice of the batch's ids."""
 
-    __slots__ = ("line", "id", "count", "n_ids", "_flat", "_start", "_end", "_hits")
+    __slots__ = ("line", "id", "count", "n_ids", "_flat", "_start", "_end", "_hits",
+                 "field_values")
 
     def __init__(self, line: int, record_id: Any, count: int, n_ids: int, flat: Any, start: int,
-                 end: int, hits: dict[int, int]):
+                 end: int, hits: dict[int, int],
+                 field_values: dict[tuple[str, ...], Any] | None = None):
         self.line, self.id, self.count, self.n_ids = line, record_id, count, n_ids
         self._flat, self._start, self._end, self._hits = flat, start, end, hits
+        self.field_values = field_values
 
     def __getattr__(self, name: str) -> Any:  # never a silent half-record
         raise AttributeError(f"record.{name}: the columnar path hands a per-record check "
-                             "line, id, count, n_ids, last_id and count_each only")
+                             "line, id, count, n_ids, ids, last_id, count_each and field_values only")
+
+    @property
+    def ids(self) -> list[int]:
+        return self._flat[self._start:self._end].tolist()
 
     @property
     def last_id(self) -> int | None:
@@ -279,15 +296,25 @@ class _Failed:
 class _Row:
     """A clean record as the batch hooks that declare `reads` within LIGHT see it."""
 
-    __slots__ = ("line", "id", "count", "n_ids")
+    __slots__ = ("line", "id", "count", "n_ids", "field_values", "_buf")
 
     def __getattr__(self, name: str) -> Any:  # never a silent half-record
         raise AttributeError(
-            f"record.{name}: this batch hook declared reads() = line, id, count, n_ids only "
-            "(the columnar path hands it those); add {name!r} to what it reads")
+            f"record.{name}: this batch hook declared reads() = line, id, count, n_ids and "
+            "field paths only (the columnar path hands it those, the fields' values in "
+            f"field_values); add {name!r} to what it reads")
 
-    def __init__(self, line: int, record_id: Any, count: int, n_ids: int):
+    def __init__(self, line: int, record_id: Any, count: int, n_ids: int,
+                 field_values: dict[tuple[str, ...], Any] | None = None, buf: Any = None):
         self.line, self.id, self.count, self.n_ids = line, record_id, count, n_ids
+        self.field_values, self._buf = field_values, buf
+
+    @property
+    def ids(self) -> list[int]:
+        """Its ids, from the int64 buffer simdjson wrote (a batch hook declared "ids")."""
+        if self._buf is None:
+            raise AttributeError("record.ids: this batch hook did not declare reads() = ids")
+        return memoryview(self._buf).cast("q").tolist()
 
     def finding(self, check: str, message: str, allowable: bool = False) -> Finding:
         return Finding(check, message, self.line, self.id, allowable)
