@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 pytest.importorskip("numpy")
 
-from conftest import rec  # noqa: E402
+from conftest import examples, rec  # noqa: E402
 from pytest_tokaudit import api  # noqa: E402
 from pytest_tokaudit.engine import columnar, dicts  # noqa: E402
 from pytest_tokaudit.engine import plain as plain_module  # noqa: E402
@@ -98,7 +98,7 @@ def items(draw: Any) -> Any:
     return record
 
 
-SETTINGS = settings(max_examples=120, deadline=None,
+SETTINGS = settings(max_examples=examples(120), derandomize=True, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
