@@ -33,13 +33,14 @@ CONTRACT = default_contract(max_shown=10**6, unique_ids=True, require_once=("3",
                             require_last=("7", "8"), where=("provider",), count_rel=0.1)
 
 
-def audited_with_sink(path, contract, mode, monkeypatch):
-    """(summary JSON, the sink's entries) of one file through the path `mode` selects."""
+def audited_with_sink(path, contract, mode, monkeypatch, extra=()):
+    """(summary JSON, the sink's entries) of one file through the path `mode` selects
+    (`extra`: plugins besides the built-in checks)."""
     with monkeypatch.context() as mp:
         mp.setenv(columnar.ENV, mode)
         mp.setattr(columnar, "CHUNK", 64)
         summary = FileSummary(path="data/x.jsonl", max_shown=contract.max_shown)
-        hook = builtin_hook(*(check() for check in load(DATASET).values()))
+        hook = builtin_hook(*(check() for check in load(DATASET).values()), *extra)
         sink = Recorder()
         audit(path, contract, hook, summary, Part((0, None)), Observers(sink=sink))
         check_file(path, contract, hook, summary)
@@ -88,3 +89,69 @@ def test_files_with_a_sink_audit_the_same_on_both_paths(tmp_path_factory, data):
     with pytest.MonkeyPatch.context() as mp:
         assert (audited_with_sink(path, CONTRACT, "1", mp)
                 == audited_with_sink(path, CONTRACT, "0", mp))
+
+
+# -- the Arrow pass (Parquet, Arrow IPC) through the same kernel ---------------------------
+
+class _FirstIds:
+    """A user's per-record and batch hooks reading the whole record (the full-record mode)."""
+
+    @pytest.hookimpl
+    def pytest_tokaudit_check_record(self, record):
+        if record.data.get("provider") == "q" and record.occurrences(9):
+            return record.finding("mine", f"first {record.ids[:1]}, last {record.last_id}")
+
+    @pytest.hookimpl
+    def pytest_tokaudit_check_batch(self, records):
+        return [r.finding("mine_batch", str(r.count_each((3, 1000)))) for r in records
+                if r.data["provider"] == "q" and r.n_ids > 11]
+
+
+def arrow_rows() -> list[dict]:
+    """Typed rows a Parquet or Arrow IPC column can hold: clean ones, one of every finding
+    of the count and structure rules, and every unusable value of a typed column."""
+    rows = [rec(i, 10 + i % 3, once=[3], last=7 + i % 2, provider="p") for i in range(40)]
+    rows[1] = rec(1, 10, billed=50, once=[3], last=7, provider="q")  # count
+    rows[2] = rec(2, 10, once=[3, 3], last=8, provider="p")  # require_once
+    rows[3] = rec(3, 10, once=[3, 0], last=7, provider="q")  # forbid
+    rows[4] = rec(4, 10, once=[3], last=9, provider="q")  # require_last
+    rows[5] = {**rows[5], "output_ids": []}
+    rows[6] = {**rows[6], "output_ids": None}
+    rows[7] = {**rows[7], "output_ids": [3, -4, 7]}
+    rows[8] = {**rows[8], "output_ids": [3, None, 7]}
+    rows[9] = {**rows[9], "completion_tokens": None}
+    rows[10] = {**rows[10], "completion_tokens": -3}
+    rows[11] = {**rows[11], "provider": None}  # skipped
+    rows[12] = {**rows[12], "provider": ""}  # skipped
+    rows[13] = {**rows[13], "sample_id": None}
+    rows[14] = {**rows[14], "sample_id": 20}  # a repeated id
+    rows[15] = rec(15, 12, billed=13, once=[3, 9], last=7, provider="q")
+    return rows * 9  # past a batch of rows, row groups cut across the findings
+
+
+@pytest.mark.parametrize("kind", ["parquet-7", "parquet-1000", "arrow"])
+@pytest.mark.parametrize("mine", [False, True], ids=["builtin", "user-hooks"])
+def test_arrow_files_audit_as_their_jsonl_twin_on_the_per_line_path(tmp_path, monkeypatch, kind,
+                                                                     mine):
+    """The same records as Parquet or Arrow IPC and as JSONL read line by line: the same
+    summary (findings, worst records, figures, ids) and the same --tokaudit-failures lines."""
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    rows = arrow_rows()
+    table = pa.Table.from_pylist(rows, schema=pa.schema([
+        ("sample_id", pa.int64()), ("provider", pa.string()), ("completion_tokens", pa.int64()),
+        ("output_ids", pa.list_(pa.int64()))]))
+    twin = tmp_path / "x.jsonl"
+    twin.write_bytes(jsonl_bytes(rows))
+    if kind == "arrow":
+        import pyarrow.feather as feather
+
+        path = tmp_path / "x.arrow"
+        feather.write_feather(table, path, compression="uncompressed", chunksize=100)
+    else:
+        path = tmp_path / "x.parquet"
+        pq.write_table(table, path, row_group_size=int(kind.split("-")[1]))
+    extra = (_FirstIds(),) if mine else ()
+    got = [audited_with_sink(p, CONTRACT, "0", monkeypatch, extra) for p in (path, twin)]
+    assert got[0][1] and got[0][0]["findings"] > 100
+    assert got[0] == got[1]
