@@ -1,12 +1,20 @@
-"""The Arrow pass: the records of a columnar source (Parquet, Arrow IPC), checked vectorised.
+"""The Arrow pass: the records of a columnar source (Parquet, Arrow IPC), through the kernel.
 
 Each record batch is read with pyarrow (only the columns the contract reads, unless a
-check of the user's may read any field: then every column, see reads_all) and the
-per-record facts the built-in checks need are computed column-wise with pyarrow compute:
-the length of each ids list, its last element, how often each contract token occurs, and
-which rows hold an unusable value. Python looks at a row's values only when the row is
-unusable (to word the same finding as the JSONL reader) or when a check asks for them
-(`record.ids`, `record.data`, the tokenizer round trip).
+check of the user's may read any field: then every column, see reads_all) and handed to
+the kernel (kernel.py) as a JSONL chunk is: the ids column's values are its flat ids (numpy,
+no Python int per id) and its offsets each row's slice; the billed counts, record ids and
+where flags are read as Python values, one per row. A row the kernel cannot take (a null,
+an id or count out of range, a row over the record limit, a negative id the kernel finds)
+is worded here one row at a time by the JSONL reader's functions (`_Batches.judge`); one
+that is valid after all (ids past 2**63 in a uint64 column, a billed count past the
+kernel's exact range) goes to the per-line path (plain.PlainPass) as a whole record.
+
+The built-in checks alone get light rows; a check of the user's, or a batch hook that reads
+a record's fields (group_by, finish reasons, the whole bill), gets every row whole (the
+kernel's full mode: `record.data` read from the batch on demand). With a text template (the
+ids come from the tokenizer), without numpy, or with a token past int64, every row is a
+record for the per-line path.
 
 Rows are numbered from 1 within the file and shown as `path:row N`. A large file is split
 across xdist workers by row groups; a shard's rows are numbered within it until the
@@ -15,17 +23,16 @@ controller rebases them by the rows before it, which the file's footer gives exa
 
 from __future__ import annotations
 
-from collections import Counter
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import Any, Iterator
 
 from ..base.fields import LIST_INDEX, MISSING, CountSum, count_paths, get_path
 from ..base.findings import Finding, foreign
+from ..base.text import size_text
 from ..model.contract import Contract
+from ..model.records import SKIPPED, Record, Rejected, TextRecord, Unusable
 from ..model.spend import table_fields
-from ..model.records import ReadOnlyRecord, Rejected, TextRecord, Unusable
 from ..model.summary import FileSummary
 from ..sources.base import SourceError
-from ..base.text import size_text
 from ..sources.parquet import Oversized, ParquetUnavailable
 from ..sources.parse import (
     I64_MIN,
@@ -38,68 +45,12 @@ from ..sources.parse import (
     sum_terms,
     template_texts,
 )
+from .columnar import EXACT, LIGHT, Plan
+from .kernel import I64_MAX, Kernel
 from .observers import NONE, Observers
-from .plain import BATCH, BATCH_RECORDS, RECORD, check_batch
-
-_set = object.__setattr__  # as model/records.py sets its frozen fields
+from .plain import BATCH, RECORD, PlainPass
 
 BATCH_ROWS = 256  # about 0.7M ids of a typical response each: memory stays small
-
-
-class ArrowRecord(ReadOnlyRecord):
-    """A row as the checks see it, from column-wise facts; its values are read on demand."""
-
-    __slots__ = ("line", "id", "count", "n_ids", "last_id", "_hits", "_ids_col", "_row",
-                 "_batch", "_ids")
-    if TYPE_CHECKING:
-        @property
-        def last_id(self) -> int | None: ...
-    _ids: list[int] | None
-    _hits: dict[int, Counter[int]]
-    _ids_col: Any
-    _batch: Any
-    _row: int
-
-    def __init__(self, line: int, record_id: Any, count: int, n_ids: int, last_id: int | None,
-                 hits: dict[int, Counter[int]], ids_col: Any, batch: Any, row: int) -> None:
-        # token -> Counter(row -> occurrences), for the contract's tokens, shared by the batch
-        _set(self, "line", line)
-        _set(self, "id", record_id)
-        _set(self, "count", count)
-        _set(self, "n_ids", n_ids)
-        _set(self, "last_id", last_id)
-        _set(self, "_hits", hits)
-        _set(self, "_ids_col", ids_col)
-        _set(self, "_batch", batch)
-        _set(self, "_row", row)
-        _set(self, "_ids", None)
-
-    @property
-    def ids(self) -> list[int]:
-        if self._ids is None:
-            ids = self._ids_col[self._row].as_py()
-            _set(self, "_ids", ids)
-            return ids
-        return self._ids
-
-    @property
-    def data(self) -> dict[str, Any]:
-        """The whole row, as Python values: every column when a check outside this package
-        is registered (see reads_all), as its JSONL twin's object holds every field."""
-        return self._batch.slice(self._row, 1).to_pylist()[0]
-
-    def occurrences(self, token: int) -> int:
-        return self.count_each((token,))[0]
-
-    def count_each(self, tokens: tuple[int, ...]) -> list[int]:
-        hits = self._hits
-        if all(t in hits for t in tokens):
-            return [hits[t][self._row] for t in tokens]
-        ids = self.ids
-        return [ids.count(t) for t in tokens]
-
-    def finding(self, check: str, message: str, allowable: bool = False) -> Finding:
-        return Finding(check, message, self.line, self.id, allowable)
 
 
 def _column(batch: Any, field: tuple[str, ...]) -> Any:
@@ -286,55 +237,20 @@ def _audit_table(source: Any, table: Any, contract: Contract, hook: Any, summary
         summary.read_error = problem
         summary.add_finding(Finding("schema", problem))
         return
-    tokens = tuple(dict.fromkeys(contract.require_once_ids + contract.forbid_ids))
-    limit = contract.max_line_bytes
+    plain = PlainPass(contract, hook, summary, observers)
+    rows = _Batches(contract, hook, plain, summary)
     line = 0
     try:
-        rows_of = _text_rows_of if contract.text_template is not None else _rows_of
         columns = None if reads_all(hook) else _top_columns(contract, table.schema)
-        for batch in table.batches(groups, columns, BATCH_ROWS, limit):
-            records: list[Any] = []
-            pending: list[Finding] = []
-            unusable: list[Unusable] = []
-            # The record limit, as a JSONL line's: a row over it is a finding, never checked.
-            lines = None  # the rows' numbers, when some are taken out
+        for batch in table.batches(groups, columns, BATCH_ROWS, rows.limit):
             if isinstance(batch, Oversized):  # known from the footer: not even read
-                n_rows, over, batch = batch.rows, [(0, batch.nbytes)], None
+                rows.over(line + 1, batch.nbytes)
+                line += batch.rows
             else:
-                n_rows, sizes = batch.num_rows, _row_bytes(batch)
-                over = [(r, n) for r, n in enumerate(sizes) if n > limit]
-                if over:
-                    kept = [r for r, n in enumerate(sizes) if n <= limit]
-                    lines = [line + r + 1 for r in kept]
-                    batch = batch.take(kept)
-            for r, nbytes in over:
-                summary.records += 1
-                summary.unreadable += 1
-                pending.append(Finding("line_length", too_big(nbytes, limit), line + r + 1))
-                unusable.append(Unusable(line + r + 1, None, None))
-            for item in rows_of(batch, line, contract, tokens, lines) if batch is not None else ():
-                summary.records += 1
-                if item is None:
-                    summary.skipped += 1
-                    continue
-                summary.audited += 1
-                if type(item) is Rejected:
-                    pending += item.findings
-                    summary.add_unchecked(item.missing, item.data)  # a row is an object
-                    if item.count is not None:
-                        summary.billed_unusable += item.count
-                        summary.unusable_billed += 1
-                    at = item.findings[0].line
-                    assert at is not None  # _rows_of gives each finding its row
-                    unusable.append(Unusable(at, item.record_id, item.count, item.data))
-                else:
-                    records.append(item)
-                if len(records) + len(unusable) >= BATCH_RECORDS:
-                    check_batch(records, pending, unusable, contract, hook, summary, observers.sink)
-                    records, pending, unusable = [], [], []
-            line += n_rows
+                rows.batch(batch, line)
+                line += batch.num_rows
             summary.lines = line
-            check_batch(records, pending, unusable, contract, hook, summary, observers.sink)
+            plain.flush()
             if observers.meter is not None:  # rows only: no byte position through pyarrow
                 observers.meter.tick(summary.records, None)
     except SourceError as exc:  # the storage failed mid-file: keep what was read, say where
@@ -343,6 +259,213 @@ def _audit_table(source: Any, table: Any, contract: Contract, hook: Any, summary
     except Exception as exc:  # noqa: BLE001 - a corrupt page: keep what was read, say where
         summary.read_error = f"cannot read {source.what}: {_short(exc)} (after row {line})"
         summary.add_finding(Finding("read", summary.read_error))
+
+
+def _plan(contract: Contract, hook: Any) -> tuple[Plan, bool] | None:
+    """How the kernel runs the rows: (columnar.Plan, whether every row goes to the hooks
+    whole), or None where each row is a record for the per-line path."""
+    tokens = contract.require_once_ids + contract.require_last_ids + contract.forbid_ids
+    if contract.text_template is not None or any(t > I64_MAX for t in tokens):
+        return None
+    try:
+        import numpy  # noqa: F401 - optional to pyarrow
+    except ImportError:
+        return None
+    try:
+        record = hook.pytest_tokaudit_check_record.get_hookimpls()
+        batch = hook.pytest_tokaudit_check_batch.get_hookimpls()
+    except AttributeError:  # not a pluggy hook relay: every hook gets every row whole
+        return Plan(False, False), True
+    light = all(getattr(i.plugin, "native", None) is not None and i.plugin.native(contract)
+                for i in record)
+    ids = False
+    for impl in batch:
+        reads = getattr(impl.plugin, "reads", None)
+        what = reads(contract) if reads is not None else {"data"}
+        light = light and what <= LIGHT  # a field's value (a tuple): the row whole
+        ids = ids or "ids" in what
+    names = {getattr(i.plugin, "native_key", None) for i in record}
+    return Plan("count" in names, "structure" in names, ids=ids and light), not light
+
+
+class _Batches:
+    """The rows of each record batch into the kernel, or each to the per-line path."""
+
+    def __init__(self, contract: Contract, hook: Any, plain: Any, summary: FileSummary):
+        self.contract, self.plain, self.summary = contract, plain, summary
+        self.limit = contract.max_line_bytes
+        plan = _plan(contract, hook)
+        self.kernel = None if plan is None else Kernel(contract, plan[0], plain, summary, hook)
+        self.full = plan is not None and plan[1]
+        self.ids = plan is not None and plan[0].ids
+        self.id_name = ".".join(contract.id_field)
+        self.ids_name = ".".join(contract.ids_field)
+
+    def over(self, line: int, nbytes: int) -> None:
+        """A row over the record limit: a finding, never checked (as a JSONL line over it)."""
+        summary, plain = self.summary, self.plain
+        summary.records += 1
+        summary.unreadable += 1
+        plain.pending.append(Finding("line_length", too_big(nbytes, self.limit), line))
+        plain.unusable.append(Unusable(line, None, None))
+
+    def take(self, line: int, item: Record | Rejected) -> None:
+        """A row judged on its own: a record for the per-line path, or its findings."""
+        if type(item) is not Rejected:
+            self.plain.take_parsed(line, item)
+            return
+        summary = self.summary  # a row is an object, its fields not kept (no data)
+        summary.records += 1
+        summary.audited += 1
+        self.plain.pending += item.findings
+        summary.add_unchecked(item.missing, item.data)
+        if item.count is not None:
+            summary.billed_unusable += item.count
+            summary.unusable_billed += 1
+        self.plain.unusable.append(Unusable(line, item.record_id, item.count, item.data))
+
+    def batch(self, batch: Any, line0: int) -> None:
+        """One record batch, its rows numbered from line0 + 1."""
+        contract = self.contract
+        sizes = _row_bytes(batch)
+        over = {r: n for r, n in enumerate(sizes) if n > self.limit}
+        n = batch.num_rows
+        if contract.text_template is not None:
+            for r in over:
+                self.over(line0 + r + 1, over[r])
+            lines = [line0 + r + 1 for r in range(n) if r not in over]
+            for line, item in zip(lines, _text_rows_of(
+                    batch.take([r for r in range(n) if r not in over]) if over else batch,
+                    contract, lines)):
+                self.plain.take_parsed(line, SKIPPED if item is None else item)
+            return
+        cols = _Cells(batch, contract)
+        if self.kernel is None:
+            for r in range(n):
+                line = line0 + r + 1
+                if r in over:
+                    self.over(line, over[r])
+                elif cols.flags is not None and not cols.flags[r]:
+                    self.plain.take_parsed(line, SKIPPED)
+                else:
+                    self.take(line, self.judge(cols, r, line))
+            return
+        self.fold(cols, line0, over)
+
+    def fold(self, cols: _Cells, line0: int, over: dict[int, int]) -> None:
+        """A batch through the kernel: each row parsed (its id and billed count plain, its
+        ids a list of non-null ints), skipped, or odd; the ids of all but the parsed blanked."""
+        import numpy as np
+
+        kernel = self.kernel
+        assert kernel is not None
+        batch, ids_col, n = cols.batch, cols.ids, cols.batch.num_rows
+        offsets = np.asarray(ids_col.offsets, dtype=np.int64)
+        first = int(offsets[0])
+        starts = offsets[:-1] - first
+        lens = offsets[1:] - offsets[:-1]
+        values = ids_col.values.slice(first, int(offsets[-1]) - first)
+        unfit = set(np.flatnonzero(np.asarray(ids_col.is_null())).tolist()) if ids_col.null_count else set()
+        if values.null_count:  # a row holding a null id: odd
+            nulls = np.flatnonzero(np.asarray(values.is_null()))
+            unfit.update(np.searchsorted(offsets[1:] - first, nulls, side="right").tolist())
+            values = values.fill_null(0)
+        flat = values.to_numpy(zero_copy_only=False)
+        if flat.dtype == np.uint64:  # past 2**63 negative: the kernel hands those rows back
+            flat = flat.view(np.int64)
+        elif flat.dtype != np.int64:
+            flat = flat.astype(np.int64)
+        odd: list[int] = []
+        rows: list[int] = []
+        counts: list[int] = []
+        record_ids: list[Any] = []
+        skipped = 0
+        id_vals, flags = cols.id_vals, cols.flags
+        for r in range(n):
+            if r in over:
+                odd.append(r)
+                continue
+            if flags is not None and not flags[r]:
+                skipped += 1
+                continue
+            rid = id_vals[r] if id_vals is not None else None
+            count = cols.count(r, [])
+            if (r in unfit or type(count) is not int or not 0 <= count < EXACT or id_vals is not None
+                    and type(rid) is not str and not (type(rid) is int and I64_MIN <= rid <= U64_MAX)):
+                odd.append(r)
+                continue
+            rows.append(r)
+            counts.append(count)
+            record_ids.append(rid)
+        if len(rows) < n:
+            parsed = set(rows)
+            blank = [r for r in range(n) if r not in parsed and lens[r]]
+            if blank:  # between two parsed rows, only what is no id nor token (kernel.judge)
+                flat = flat.copy()
+                for r in blank:
+                    flat[starts[r]:starts[r] + lens[r]] = kernel.filler
+        at = np.array(rows, dtype=np.int64)
+        n_ids = lens[at].tolist()
+        starts = starts[at]
+        ids = [flat[s:s + k] for s, k in zip(starts.tolist(), n_ids)] if self.ids else None
+
+        def take_odd(r: int) -> None:
+            line = line0 + r + 1
+            if r in over:
+                self.over(line, over[r])
+            else:
+                self.take(line, self.judge(cols, r, line))
+
+        data = (lambda k: batch.slice(rows[k], 1).to_pylist()[0]) if self.full else None
+        kernel.fold(n, line0, odd, rows, flat, n_ids, counts, record_ids, skipped, take_odd,
+                    starts, ids=ids, data=data)
+
+    def judge(self, cols: _Cells, r: int, line: int) -> Record | Rejected:
+        """One row as the JSONL reader judges its twin: its schema findings, or a record."""
+        problems: list[str] = []
+        rid = cols.id_vals[r] if cols.id_vals is not None else None
+        if cols.id_vals is not None and not (type(rid) is str or type(rid) is int
+                                             and I64_MIN <= rid <= U64_MAX):
+            problems.append(id_problem(rid, self.id_name))
+            rid = None
+        count = cols.count(r, problems)
+        ids = cols.ids[r].as_py()
+        why = check_ids(ids, self.ids_name)
+        if why:
+            problems.append(why)
+        if problems or count is None:
+            return Rejected([Finding("schema", p, line, rid) for p in problems], rid, count)
+        return Record(line, cols.batch.slice(r, 1).to_pylist()[0], rid, count, ids)
+
+
+class _Cells:
+    """The columns of a batch the contract reads: the ids (a list array), and the ids,
+    billed counts and where flags as Python values."""
+
+    def __init__(self, batch: Any, contract: Contract):
+        n = batch.num_rows
+        self.batch = batch
+        ids = _column(batch, contract.ids_field)
+        self.ids = ids.combine_chunks() if hasattr(ids, "combine_chunks") else ids
+        self.id_vals = _values(batch, contract.id_field) if contract.id_field else None
+        self.flags = _values(batch, contract.where) if contract.where else None
+        field = contract.count_field
+        if isinstance(field, CountSum):
+            self.formula: CountSum | None = field
+            self.terms = [(t, _values(batch, t.path, n)) for t in field.terms]
+        else:
+            self.formula, self.name, self.counts = None, ".".join(field), _values(batch, field)
+
+    def count(self, r: int, problems: list[str]) -> int | None:
+        """The billed count of row r, as the JSONL reader reads it (a problem if none)."""
+        if self.formula is not None:
+            return sum_terms(((term, values[r]) for term, values in self.terms), self.formula,
+                             problems)
+        count = self.counts[r]
+        if type(count) is int and 0 <= count <= U64_MAX:
+            return count
+        problems.append(count_problem(count, self.name))
+        return None
 
 
 def too_big(nbytes: int, limit: int) -> str:
@@ -415,95 +538,8 @@ def _short(exc: Exception) -> str:
     return f"{type(exc).__name__}: {text[0] if text else ''}"
 
 
-def _rows_of(batch: Any, before: int, contract: Contract, tokens: tuple[int, ...],
-             lines: list[int] | None = None) -> Iterator[ArrowRecord | Rejected | None]:
-    """Each row of a batch: an ArrowRecord, a Rejected with its findings, or None (skipped).
-    Rows are numbered from `before` + 1, or by `lines` (rows taken out of a batch)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    n = batch.num_rows
-    ids_col = _column(batch, contract.ids_field)
-    if isinstance(ids_col, pa.ChunkedArray):
-        ids_col = ids_col.combine_chunks()
-    lengths = pc.list_value_length(ids_col)
-    flat = pc.list_flatten(ids_col)
-    parents = pc.list_parent_indices(ids_col)
-    # Rows with an element no token id can be: null or negative. Scalars take the type of
-    # the column (a plain 0 would be int64, and pyarrow would cast uint64 ids past 2**63 to
-    # it). No comment line may start "type:": mypy 1.13 (our oldest) reads it as a type comment.
-    bad_elem = pc.is_null(flat)
-    if pa.types.is_signed_integer(flat.type):
-        zero = pa.scalar(0, flat.type)
-        bad_elem = pc.or_(bad_elem, pc.less(pc.fill_null(flat, zero), zero))
-    bad_rows = set(pc.take(parents, pc.indices_nonzero(bad_elem)).to_pylist())
-    bad_rows.update(pc.indices_nonzero(pc.is_null(lengths)).to_pylist())
-    # The last element of each non-empty list: at the end of its run in the flat values.
-    filled = pc.fill_null(lengths, 0)
-    ends = pc.cumulative_sum(filled)
-    nonempty = pc.greater(filled, 0)
-    last_at = pc.if_else(nonempty, pc.subtract(ends, 1), None)
-    lasts = pc.take(flat, last_at).to_pylist()
-    hits = {t: _hits(flat, parents, t) for t in tokens}
-    id_vals = _values(batch, contract.id_field) if contract.id_field else [None] * n
-    count_field = contract.count_field
-    if isinstance(count_field, CountSum):
-        terms = [(t, _values(batch, t.path, n)) for t in count_field.terms]
-    else:
-        count_vals = _values(batch, count_field)
-        count_name = ".".join(count_field)
-    flags = _values(batch, contract.where) if contract.where else None
-    n_ids = filled.to_pylist()
-    id_name = ".".join(contract.id_field)
-    ids_name = ".".join(contract.ids_field)
-    for row in range(n):
-        line = before + row + 1 if lines is None else lines[row]
-        if flags is not None and not flags[row]:
-            yield None
-            continue
-        problems = []
-        rid = id_vals[row]
-        if contract.id_field and not (type(rid) is str or type(rid) is int and I64_MIN <= rid <= U64_MAX):
-            problems.append(id_problem(rid, id_name))
-            rid = None
-        if isinstance(count_field, CountSum):
-            count = _sum(terms, row, problems, count_field)
-        else:
-            count = count_vals[row]
-            if not (type(count) is int and 0 <= count <= U64_MAX):
-                problems.append(count_problem(count, count_name))
-                count = None
-        if row in bad_rows:
-            why = check_ids(ids_col[row].as_py(), ids_name)
-            assert why is not None  # a null list or element, or a negative id: never valid
-            problems.append(why)
-        if problems or count is None:
-            yield Rejected([Finding("schema", p, line, rid) for p in problems], rid, count)
-            continue
-        yield ArrowRecord(line, rid, count, n_ids[row], lasts[row], hits, ids_col, batch, row)
-
-
-def _hits(flat: Any, parents: Any, token: int) -> Counter[int]:
-    """row -> how often `token` occurs in its ids; none when the ids' type cannot hold it."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    try:
-        scalar = pa.scalar(token, flat.type)
-    except (pa.ArrowInvalid, OverflowError):  # past a uint32 column, say: no row holds it
-        return Counter()
-    return Counter(pc.take(parents, pc.indices_nonzero(pc.equal(flat, scalar))).to_pylist())
-
-
-def _sum(terms: list[tuple[Any, list[Any]]], row: int, problems: list[str],
-         formula: CountSum) -> int | None:
-    """A billing sum for one row, as the JSONL reader's (an optional addend that is null, or
-    whose column is absent, counts 0)."""
-    return sum_terms(((term, values[row]) for term, values in terms), formula, problems)
-
-
-def _text_rows_of(batch: Any, before: int, contract: Contract, tokens: tuple[int, ...],
-                  lines: list[int] | None = None) -> Iterator[TextRecord | Rejected | None]:
+def _text_rows_of(batch: Any, contract: Contract, lines: list[int]
+                  ) -> Iterator[TextRecord | Rejected | None]:
     """Rows read with a text template: each row as the Python object its JSONL twin holds
     (the columns read), judged by the JSONL reader's own functions, so the findings are
     the same. The text is needed as Python strings anyway, to be encoded.
@@ -511,8 +547,7 @@ def _text_rows_of(batch: Any, before: int, contract: Contract, tokens: tuple[int
     Parquet has no absent field, only null: a null ids list counts as absent (the ids
     are rebuilt from the text), and a null where a path breaks is named as null."""
     ids_field = contract.ids_field
-    for row, obj in enumerate(batch.to_pylist()):
-        line = before + row + 1 if lines is None else lines[row]
+    for line, obj in zip(lines, batch.to_pylist()):
         if contract.where:
             flag = get_path(obj, contract.where)
             if flag is MISSING or not flag:

@@ -1,7 +1,8 @@
 """The audit core: the built-in count and structure checks over one batch of records.
 
 Every source that reads records into columns hands a batch here: the JSONL chunks of the
-columnar path (columnar.py), the public API's dicts (api.RecordAudit). A batch is its rows
+columnar path (columnar.py), the public API's dicts (dicts.py), the record batches of a
+Parquet or Arrow IPC file (arrow.py). A batch is its rows
 (0..n-1, one per line or dict) in three kinds:
 
 - parsed rows: their token ids as one flat int64 array (each row's `n_ids` of them, in row
@@ -17,19 +18,23 @@ structure rule with numpy, folds the records that pass into the FileSummary in b
 per-line path would find something: the per-record hooks on the records that fail, as
 light records (_Failed: count, n_ids, last_id, count_each over their slice of the ids),
 and the batch hooks on light rows of all (the built-in ones declare that is all they read:
-columnar.LIGHT). A parsed row whose ids the per-line path refuses (a negative id) is
-handed back as odd. The order of findings, batches and summary is the per-line path's.
+columnar.LIGHT). Where a check may read more of a record (a user's, or one reading a
+field's value: the Arrow pass's full mode, `fold(data=...)`), every parsed row is handed to
+every hook as a whole record over its slice of the ids, its `data` read from the source on
+demand. A parsed row whose ids the per-line path refuses (a negative id) is handed back as
+odd. The order of findings, batches and summary is the per-line path's.
 """
 
 from __future__ import annotations
 
 import bisect
+import functools
 from typing import Any, Callable, Iterator, Sequence
 
 from ..base.findings import Finding, as_findings
 from ..model.contract import Contract
 from ..model.figures import SAMPLE, TAIL, Figures, diff_bins, length_bins, priorities
-from ..model.records import Columns
+from ..model.records import Columns, ReadOnlyRecord
 from ..model.rules import count_tolerance, signed_difference
 from ..model.summary import FileSummary, SummaryView
 from .plain import RECORD, answer
@@ -112,12 +117,13 @@ class Kernel:
              n_ids: list[int], counts: list[int], record_ids: list[Any], skipped: int,
              take_odd: Callable[[int], None], starts: Any = None,
              fields: list[dict[tuple[str, ...], Any]] | None = None,
-             ids: list[Any] | None = None) -> None:
+             ids: list[Any] | None = None, data: Callable[[int], Any] | None = None) -> None:
         """One batch of n rows, numbered line0 + 1 on: the parsed `rows` (with their ids in
         `flat`, `n_ids` of each from its `starts`, else one after the other, their billed
         `counts` and `record_ids`) checked and folded, the `odd` rows (sorted) handed to
         `take_odd` in their place. `fields` and `ids` (per parsed row, when a batch hook
-        reads field paths or the ids) ride on the light records."""
+        reads field paths or the ids) ride on the light records. With `data` (a parsed
+        row's whole record, by its index in `rows`) every record goes to every hook whole."""
         np, summary = self.np, self.summary
         if rows:
             lens = np.array(n_ids, dtype=np.int64)
@@ -141,9 +147,11 @@ class Kernel:
             bad = {k: (flat, int(starts[k]), int(ends[k]), {t: int(h[k]) for t, h in hits.items()})
                    for k in failed.tolist()}
             good_rows = sorted(good.tolist() + list(bad)) if bad else good.tolist()
+            whole = (flat, starts, ends, hits, data) if data is not None else None
         else:
             good_rows = []
             bad = {}
+            whole = None
         summary.records += n - len(odd)  # PlainPass counts its own
         summary.skipped += skipped
         summary.audited += len(good_rows)
@@ -160,7 +168,7 @@ class Kernel:
             if stop > at:
                 self.plain.flush()
                 self.run(_Rows(Columns(line_col[at:stop], id_col[at:stop], count_col[at:stop]),
-                               good_rows[at:stop], n_ids, bad, fields, ids))
+                               good_rows[at:stop], n_ids, bad, fields, ids, whole))
                 at = stop
             if row < n:
                 take_odd(row)
@@ -186,12 +194,14 @@ class Kernel:
 
     def run(self, records: _Rows) -> None:
         """A run of parsed records: the per-record hooks on those the columns failed (the
-        clean ones are folded already), then the batch hooks on all, as plain.py does."""
+        clean ones are folded already; on every one in full mode), then the batch hooks on
+        all, as plain.py does."""
         found: list[Finding] = []
         hook, contract, summary = self.hook, self.contract, self.summary
         failed = list(records.failed())
         for record in failed:
             summary.add_counts(record.line, record.id, record.count, record.n_ids)
+        for record in (failed if records.whole is None else records):
             for result in hook.pytest_tokaudit_check_record(record=record, contract=contract):
                 for f in answer(result, RECORD, hook):
                     if f.line is None:
@@ -216,10 +226,11 @@ class _Rows(Sequence[Any]):
     def __init__(self, columns: Columns, keys: list[int], n_ids: list[int],
                  bad: dict[int, tuple[Any, int, int, dict[int, int]]],
                  fields: list[dict[tuple[str, ...], Any]] | None = None,
-                 ids: list[Any] | None = None):
+                 ids: list[Any] | None = None, whole: tuple[Any, ...] | None = None):
         self.columns, self.keys, self.n_ids, self.bad = columns, keys, n_ids, bad
         self.fields = fields or None  # per row (as n_ids): the values of Plan.fields
         self.ids = ids  # per row: its ids as an int64 buffer (Plan.ids), else None
+        self.whole = whole  # full mode: (flat, starts, ends, hits, data) of every row
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -229,6 +240,11 @@ class _Rows(Sequence[Any]):
             return [self[j] for j in range(*i.indices(len(self)))]
         cols, k = self.columns, self.keys[i]
         values = self.fields[k] if self.fields is not None else None
+        if self.whole is not None:  # full mode: a whole record, its data read on demand
+            flat, starts, ends, hits, data = self.whole
+            return _Failed(cols.line[i], cols.id[i], cols.billed[i], self.n_ids[k], flat,
+                           int(starts[k]), int(ends[k]), {t: int(h[k]) for t, h in hits.items()},
+                           values, functools.partial(data, k))
         if k in self.bad:
             return _Failed(cols.line[i], cols.id[i], cols.billed[i], self.n_ids[k], *self.bad[k],
                            values)
@@ -256,23 +272,37 @@ class _Rows(Sequence[Any]):
         return out
 
 
-class _Failed:
+class _Failed(ReadOnlyRecord):
     """A parsed record the count or structure rule fails, as its checks read it: the
-    count, the ids' number, last id and token counts, from its slice of the batch's ids."""
+    count, the ids' number, last id and token counts, from its slice of the batch's ids;
+    in full mode any parsed record, its `data` too (model.records.AuditedRecord)."""
 
     __slots__ = ("line", "id", "count", "n_ids", "_flat", "_start", "_end", "_hits",
-                 "field_values")
+                 "field_values", "_data")
 
     def __init__(self, line: int, record_id: Any, count: int, n_ids: int, flat: Any, start: int,
                  end: int, hits: dict[int, int],
-                 field_values: dict[tuple[str, ...], Any] | None = None):
-        self.line, self.id, self.count, self.n_ids = line, record_id, count, n_ids
-        self._flat, self._start, self._end, self._hits = flat, start, end, hits
-        self.field_values = field_values
+                 field_values: dict[tuple[str, ...], Any] | None = None,
+                 data: Callable[[], Any] | None = None):
+        for name, value in (("line", line), ("id", record_id), ("count", count), ("n_ids", n_ids),
+                            ("_flat", flat), ("_start", start), ("_end", end), ("_hits", hits),
+                            ("field_values", field_values), ("_data", data)):
+            object.__setattr__(self, name, value)
 
     def __getattr__(self, name: str) -> Any:  # never a silent half-record
         raise AttributeError(f"record.{name}: the columnar path hands a per-record check "
                              "line, id, count, n_ids, ids, last_id, count_each and field_values only")
+
+    @property
+    def data(self) -> dict[str, Any]:
+        """The whole record (full mode only)."""
+        if self._data is None:
+            raise AttributeError("record.data: the columnar path hands a per-record check line, "
+                                 "id, count, n_ids, ids, last_id, count_each and field_values only")
+        return self._data()  # type: ignore[no-any-return]
+
+    def occurrences(self, token: int) -> int:
+        return self.count_each((token,))[0]
 
     @property
     def ids(self) -> list[int]:
@@ -314,7 +344,7 @@ class _Row:
         """Its ids, from the int64 buffer simdjson wrote (a batch hook declared "ids")."""
         if self._buf is None:
             raise AttributeError("record.ids: this batch hook did not declare reads() = ids")
-        return memoryview(self._buf).cast("q").tolist()
+        return memoryview(self._buf).cast("B").cast("q").tolist()  # bytes, or numpy's int64
 
     def finding(self, check: str, message: str, allowable: bool = False) -> Finding:
         return Finding(check, message, self.line, self.id, allowable)
