@@ -278,7 +278,7 @@ class _Failed(ReadOnlyRecord):
     in full mode any parsed record, its `data` too (model.records.AuditedRecord)."""
 
     __slots__ = ("line", "id", "count", "n_ids", "_flat", "_start", "_end", "_hits",
-                 "field_values", "_data")
+                 "field_values", "_whole")
 
     def __init__(self, line: int, record_id: Any, count: int, n_ids: int, flat: Any, start: int,
                  end: int, hits: dict[int, int],
@@ -286,7 +286,7 @@ class _Failed(ReadOnlyRecord):
                  data: Callable[[], Any] | None = None):
         for name, value in (("line", line), ("id", record_id), ("count", count), ("n_ids", n_ids),
                             ("_flat", flat), ("_start", start), ("_end", end), ("_hits", hits),
-                            ("field_values", field_values), ("_data", data)):
+                            ("field_values", field_values), ("_whole", data)):
             object.__setattr__(self, name, value)
 
     def __getattr__(self, name: str) -> Any:  # never a silent half-record
@@ -296,10 +296,10 @@ class _Failed(ReadOnlyRecord):
     @property
     def data(self) -> dict[str, Any]:
         """The whole record (full mode only)."""
-        if self._data is None:
+        if self._whole is None:
             raise AttributeError("record.data: the columnar path hands a per-record check line, "
                                  "id, count, n_ids, ids, last_id, count_each and field_values only")
-        return self._data()  # type: ignore[no-any-return]
+        return self._whole()  # type: ignore[no-any-return]
 
     def occurrences(self, token: int) -> int:
         return self.count_each((token,))[0]
