@@ -1,20 +1,14 @@
 """The Arrow pass: the records of a columnar source (Parquet, Arrow IPC), through the kernel.
 
 Each record batch is read with pyarrow (only the columns the contract reads, unless a
-check of the user's may read any field: then every column, see reads_all) and handed to
-the kernel (kernel.py) as a JSONL chunk is: the ids column's values are its flat ids (numpy,
-no Python int per id) and its offsets each row's slice; the billed counts, record ids and
-where flags are read as Python values, one per row. A row the kernel cannot take (a null,
-an id or count out of range, a row over the record limit, a negative id the kernel finds)
-is worded here one row at a time by the JSONL reader's functions (`_Batches.judge`); one
-that is valid after all (ids past 2**63 in a uint64 column, a billed count past the
-kernel's exact range) goes to the per-line path (plain.PlainPass) as a whole record.
-
-The built-in checks alone get light rows; a check of the user's, or a batch hook that reads
-a record's fields (group_by, finish reasons, the whole bill), gets every row whole (the
-kernel's full mode: `record.data` read from the batch on demand). With a text template (the
-ids come from the tokenizer), without numpy, or with a token past int64, every row is a
-record for the per-line path.
+check of the user's may read any field: see reads_all) and handed to the kernel (kernel.py)
+as a JSONL chunk is: the ids column's values are its flat ids (numpy), its offsets each
+row's slice; billed counts, record ids and where flags are read as Python values. A row the
+kernel cannot take (a null, a value out of range, a row over the record limit) is worded
+one at a time by the JSONL reader's functions (`_Batches.judge`). A check of the user's, or
+a batch hook reading a record's fields, gets every row whole (the kernel's full mode:
+`record.data` read on demand). With a text template (the ids come from the tokenizer),
+without numpy, or with a token past int64, each row is a record for the per-line path.
 
 Rows are numbered from 1 within the file and shown as `path:row N`. A large file is split
 across xdist workers by row groups; a shard's rows are numbered within it until the
@@ -105,7 +99,10 @@ def _step(col: Any, part: str) -> Any:
 
 
 def _field_type(schema: Any, field: tuple[str, ...]) -> Any:
-    """The type at a dotted path of the schema, or a string saying where it breaks."""
+    """The type at a dotted path of the schema (a dictionary's: its values'), or a string
+    saying where it breaks."""
+    import pyarrow as pa
+
     t: Any = schema
     for k, part in enumerate(field):
         if k and _is_list(t) and LIST_INDEX(part):
@@ -115,21 +112,9 @@ def _field_type(schema: Any, field: tuple[str, ...]) -> Any:
         if index < 0:
             where = ".".join(field[:k]) or "the file"
             return f"no column {'.'.join(field)!r} in {where} (columns: {', '.join(schema.names)})"
-        t = _value_type(t.field(index).type)
+        t = t.field(index).type
+        t = t.value_type if pa.types.is_dictionary(t) else t
     return t
-
-
-def _value_type(t: Any) -> Any:
-    """A dictionary type's values' type: the values a row holds."""
-    import pyarrow as pa
-
-    return t.value_type if pa.types.is_dictionary(t) else t
-
-
-def _is_int_type(t: Any) -> bool:
-    import pyarrow as pa
-
-    return pa.types.is_integer(t)
 
 
 def _schema_problem(schema: Any, contract: Contract) -> str | None:
@@ -161,11 +146,11 @@ def _schema_problem(schema: Any, contract: Contract) -> str | None:
                 continue
             return t
         name = ".".join(field)
-        if role == "ids" and not (_is_list(t) and _is_int_type(t.value_type)):
+        if role == "ids" and not (_is_list(t) and pa.types.is_integer(t.value_type)):
             return f"column {name!r} must be a list of integer token ids, found {t}"
-        if role == "count" and not _is_int_type(t):
+        if role == "count" and not pa.types.is_integer(t):
             return f"column {name!r} must be an integer column, found {t}"
-        if role == "id" and not (_is_int_type(t) or pa.types.is_string(t) or pa.types.is_large_string(t)
+        if role == "id" and not (pa.types.is_integer(t) or pa.types.is_string(t) or pa.types.is_large_string(t)
                                  or getattr(pa.types, "is_string_view", bool)(t)):
             return f"column {name!r} must hold strings or integers, found {t}"
     return None
@@ -269,23 +254,19 @@ def _plan(contract: Contract, hook: Any) -> tuple[Plan, bool] | None:
         return None
     try:
         import numpy  # noqa: F401 - optional to pyarrow
-    except ImportError:
-        return None
-    try:
+
         record = hook.pytest_tokaudit_check_record.get_hookimpls()
         batch = hook.pytest_tokaudit_check_batch.get_hookimpls()
+    except ImportError:
+        return None
     except AttributeError:  # not a pluggy hook relay: every hook gets every row whole
         return Plan(False, False), True
-    light = all(getattr(i.plugin, "native", None) is not None and i.plugin.native(contract)
-                for i in record)
-    ids = False
-    for impl in batch:
-        reads = getattr(impl.plugin, "reads", None)
-        what = reads(contract) if reads is not None else {"data"}
-        light = light and what <= LIGHT  # a field's value (a tuple): the row whole
-        ids = ids or "ids" in what
+    reads = [getattr(i.plugin, "reads", lambda c: {"data"})(contract) for i in batch]
+    light = (all(getattr(i.plugin, "native", lambda c: False)(contract) for i in record)
+             and all(what <= LIGHT for what in reads))  # a field's value (a tuple): whole
     names = {getattr(i.plugin, "native_key", None) for i in record}
-    return Plan("count" in names, "structure" in names, ids=ids and light), not light
+    return (Plan("count" in names, "structure" in names, ids=light and any("ids" in w for w in reads)),
+            not light)
 
 
 class _Batches:
@@ -296,18 +277,16 @@ class _Batches:
         self.limit = contract.max_line_bytes
         plan = _plan(contract, hook)
         self.kernel = None if plan is None else Kernel(contract, plan[0], plain, summary, hook)
-        self.full = plan is not None and plan[1]
-        self.ids = plan is not None and plan[0].ids
-        self.id_name = ".".join(contract.id_field)
-        self.ids_name = ".".join(contract.ids_field)
+        self.full, self.ids = plan is not None and plan[1], plan is not None and plan[0].ids
 
     def over(self, line: int, nbytes: int) -> None:
         """A row over the record limit: a finding, never checked (as a JSONL line over it)."""
-        summary, plain = self.summary, self.plain
-        summary.records += 1
-        summary.unreadable += 1
-        plain.pending.append(Finding("line_length", too_big(nbytes, self.limit), line))
-        plain.unusable.append(Unusable(line, None, None))
+        self.summary.records += 1
+        self.summary.unreadable += 1
+        self.plain.pending.append(Finding(  # no row number of its own: the location gives it
+            "line_length", f"the row holds {nbytes:,} bytes, over the limit of "
+            f"{size_text(self.limit)} (tokaudit_max_line_bytes)", line))
+        self.plain.unusable.append(Unusable(line, None, None))
 
     def take(self, line: int, item: Record | Rejected) -> None:
         """A row judged on its own: a record for the per-line path, or its findings."""
@@ -325,11 +304,11 @@ class _Batches:
         self.plain.unusable.append(Unusable(line, item.record_id, item.count, item.data))
 
     def batch(self, batch: Any, line0: int) -> None:
-        """One record batch, its rows numbered from line0 + 1."""
-        contract = self.contract
-        sizes = _row_bytes(batch)
-        over = {r: n for r, n in enumerate(sizes) if n > self.limit}
-        n = batch.num_rows
+        """One record batch, its rows numbered from line0 + 1: each row parsed (its id and
+        billed count plain, its ids a list of non-null ints) for the kernel, skipped, or odd
+        (worded by `judge`, one at a time)."""
+        contract, n = self.contract, batch.num_rows
+        over = {r: size for r, size in enumerate(_row_bytes(batch)) if size > self.limit}
         if contract.text_template is not None:
             for r in over:
                 self.over(line0 + r + 1, over[r])
@@ -339,140 +318,108 @@ class _Batches:
                     contract, lines)):
                 self.plain.take_parsed(line, SKIPPED if item is None else item)
             return
-        cols = _Cells(batch, contract)
-        if self.kernel is None:
-            for r in range(n):
-                line = line0 + r + 1
-                if r in over:
-                    self.over(line, over[r])
-                elif cols.flags is not None and not cols.flags[r]:
-                    self.plain.take_parsed(line, SKIPPED)
-                else:
-                    self.take(line, self.judge(cols, r, line))
-            return
-        self.fold(cols, line0, over)
-
-    def fold(self, cols: _Cells, line0: int, over: dict[int, int]) -> None:
-        """A batch through the kernel: each row parsed (its id and billed count plain, its
-        ids a list of non-null ints), skipped, or odd; the ids of all but the parsed blanked."""
-        import numpy as np
-
-        kernel = self.kernel
-        assert kernel is not None
-        batch, ids_col, n = cols.batch, cols.ids, cols.batch.num_rows
-        offsets = np.asarray(ids_col.offsets, dtype=np.int64)
-        first = int(offsets[0])
-        starts = offsets[:-1] - first
-        lens = offsets[1:] - offsets[:-1]
-        values = ids_col.values.slice(first, int(offsets[-1]) - first)
-        unfit = set(np.flatnonzero(np.asarray(ids_col.is_null())).tolist()) if ids_col.null_count else set()
-        if values.null_count:  # a row holding a null id: odd
-            nulls = np.flatnonzero(np.asarray(values.is_null()))
-            unfit.update(np.searchsorted(offsets[1:] - first, nulls, side="right").tolist())
-            values = values.fill_null(0)
-        flat = values.to_numpy(zero_copy_only=False)
-        if flat.dtype == np.uint64:  # past 2**63 negative: the kernel hands those rows back
-            flat = flat.view(np.int64)
-        elif flat.dtype != np.int64:
-            flat = flat.astype(np.int64)
+        self.rows_of = batch
+        ids = _column(batch, contract.ids_field)
+        self.ids_col = ids = ids.combine_chunks() if hasattr(ids, "combine_chunks") else ids
+        self.id_vals = id_vals = _values(batch, contract.id_field) if contract.id_field else None
+        flags = _values(batch, contract.where) if contract.where else None
+        field = contract.count_field
+        self.terms = [(t, _values(batch, t.path, n)) for t in field.terms] if isinstance(field, CountSum) else None
+        self.counts = None if isinstance(field, CountSum) else _values(batch, field)
+        columns = self.columns(ids) if self.kernel is not None else None
+        unfit = columns[3] if columns is not None else ()
         odd: list[int] = []
         rows: list[int] = []
         counts: list[int] = []
         record_ids: list[Any] = []
         skipped = 0
-        id_vals, flags = cols.id_vals, cols.flags
         for r in range(n):
-            if r in over:
-                odd.append(r)
-                continue
-            if flags is not None and not flags[r]:
+            if flags is not None and not flags[r] and r not in over:
                 skipped += 1
                 continue
             rid = id_vals[r] if id_vals is not None else None
-            count = cols.count(r, [])
-            if (r in unfit or type(count) is not int or not 0 <= count < EXACT or id_vals is not None
-                    and type(rid) is not str and not (type(rid) is int and I64_MIN <= rid <= U64_MAX)):
+            count = self.count(r, [])
+            if (columns is None or r in over or r in unfit or type(count) is not int
+                    or not 0 <= count < EXACT or id_vals is not None and type(rid) is not str
+                    and not (type(rid) is int and I64_MIN <= rid <= U64_MAX)):
                 odd.append(r)
                 continue
             rows.append(r)
             counts.append(count)
             record_ids.append(rid)
-        if len(rows) < n:
-            parsed = set(rows)
-            blank = [r for r in range(n) if r not in parsed and lens[r]]
-            if blank:  # between two parsed rows, only what is no id nor token (kernel.judge)
-                flat = flat.copy()
-                for r in blank:
-                    flat[starts[r]:starts[r] + lens[r]] = kernel.filler
-        at = np.array(rows, dtype=np.int64)
-        n_ids = lens[at].tolist()
-        starts = starts[at]
-        ids = [flat[s:s + k] for s, k in zip(starts.tolist(), n_ids)] if self.ids else None
 
         def take_odd(r: int) -> None:
-            line = line0 + r + 1
             if r in over:
-                self.over(line, over[r])
+                self.over(line0 + r + 1, over[r])
             else:
-                self.take(line, self.judge(cols, r, line))
+                self.take(line0 + r + 1, self.judge(r, line0 + r + 1))
 
+        if columns is None or self.kernel is None:  # no numpy: every row for the per-line path
+            self.summary.records += skipped
+            self.summary.skipped += skipped
+            for r in odd:
+                take_odd(r)
+            return
+        import numpy as np
+
+        flat, starts, lens, _ = columns
+        parsed = np.zeros(n, dtype=bool)
+        parsed[rows] = True
+        if (lens[~parsed] > 0).any():  # between parsed rows, only what is no id nor token
+            flat = np.where(np.repeat(~parsed, lens), self.kernel.filler, flat)
+        n_ids = lens[rows].tolist()
+        starts = starts[rows]
+        ids = [flat[s:s + k] for s, k in zip(starts.tolist(), n_ids)] if self.ids else None
         data = (lambda k: batch.slice(rows[k], 1).to_pylist()[0]) if self.full else None
-        kernel.fold(n, line0, odd, rows, flat, n_ids, counts, record_ids, skipped, take_odd,
-                    starts, ids=ids, data=data)
+        self.kernel.fold(n, line0, odd, rows, flat, n_ids, counts, record_ids, skipped, take_odd,
+                         starts, ids=ids, data=data)
 
-    def judge(self, cols: _Cells, r: int, line: int) -> Record | Rejected:
+    def columns(self, ids: Any) -> tuple[Any, Any, Any, set[int]]:
+        """The ids of a list array as the kernel's flat int64 ids (no copy where the column
+        is int64 and has no null), each row's start and length in them, and the rows that
+        are null or hold a null."""
+        import numpy as np
+
+        offsets = np.asarray(ids.offsets, dtype=np.int64)
+        values = ids.values.slice(int(offsets[0]), int(offsets[-1] - offsets[0]))
+        offsets = offsets - offsets[0]
+        unfit = set(np.flatnonzero(np.asarray(ids.is_null())).tolist()) if ids.null_count else set()
+        if values.null_count:
+            nulls = np.flatnonzero(np.asarray(values.is_null()))
+            unfit.update(np.searchsorted(offsets[1:], nulls, side="right").tolist())
+            values = values.fill_null(0)
+        flat = values.to_numpy(zero_copy_only=False)
+        if flat.dtype == np.uint64:  # past 2**63 negative: the kernel hands those rows back
+            flat = flat.view(np.int64)
+        return flat.astype(np.int64, copy=False), offsets[:-1], np.diff(offsets), unfit
+
+    def count(self, r: int, problems: list[str]) -> int | None:
+        """The billed count of row r, as the JSONL reader reads it (a problem if none)."""
+        field = self.contract.count_field
+        if self.terms is not None:
+            assert isinstance(field, CountSum)
+            return sum_terms(((term, values[r]) for term, values in self.terms), field, problems)
+        count = self.counts[r]  # type: ignore[index]
+        if type(count) is int and 0 <= count <= U64_MAX:
+            return count
+        problems.append(count_problem(count, ".".join(field)))  # type: ignore[arg-type]
+        return None
+
+    def judge(self, r: int, line: int) -> Record | Rejected:
         """One row as the JSONL reader judges its twin: its schema findings, or a record."""
-        problems: list[str] = []
-        rid = cols.id_vals[r] if cols.id_vals is not None else None
-        if cols.id_vals is not None and not (type(rid) is str or type(rid) is int
-                                             and I64_MIN <= rid <= U64_MAX):
-            problems.append(id_problem(rid, self.id_name))
+        contract, problems = self.contract, []
+        rid = self.id_vals[r] if self.id_vals is not None else None
+        if contract.id_field and not (type(rid) is str or type(rid) is int and I64_MIN <= rid <= U64_MAX):
+            problems.append(id_problem(rid, ".".join(contract.id_field)))
             rid = None
-        count = cols.count(r, problems)
-        ids = cols.ids[r].as_py()
-        why = check_ids(ids, self.ids_name)
+        count = self.count(r, problems)
+        ids = self.ids_col[r].as_py()
+        why = check_ids(ids, ".".join(contract.ids_field))
         if why:
             problems.append(why)
         if problems or count is None:
             return Rejected([Finding("schema", p, line, rid) for p in problems], rid, count)
-        return Record(line, cols.batch.slice(r, 1).to_pylist()[0], rid, count, ids)
-
-
-class _Cells:
-    """The columns of a batch the contract reads: the ids (a list array), and the ids,
-    billed counts and where flags as Python values."""
-
-    def __init__(self, batch: Any, contract: Contract):
-        n = batch.num_rows
-        self.batch = batch
-        ids = _column(batch, contract.ids_field)
-        self.ids = ids.combine_chunks() if hasattr(ids, "combine_chunks") else ids
-        self.id_vals = _values(batch, contract.id_field) if contract.id_field else None
-        self.flags = _values(batch, contract.where) if contract.where else None
-        field = contract.count_field
-        if isinstance(field, CountSum):
-            self.formula: CountSum | None = field
-            self.terms = [(t, _values(batch, t.path, n)) for t in field.terms]
-        else:
-            self.formula, self.name, self.counts = None, ".".join(field), _values(batch, field)
-
-    def count(self, r: int, problems: list[str]) -> int | None:
-        """The billed count of row r, as the JSONL reader reads it (a problem if none)."""
-        if self.formula is not None:
-            return sum_terms(((term, values[r]) for term, values in self.terms), self.formula,
-                             problems)
-        count = self.counts[r]
-        if type(count) is int and 0 <= count <= U64_MAX:
-            return count
-        problems.append(count_problem(count, self.name))
-        return None
-
-
-def too_big(nbytes: int, limit: int) -> str:
-    """A row over the record limit, worded as a JSONL line over it (no row number of its
-    own: the finding's location gives the file's)."""
-    return (f"the row holds {nbytes:,} bytes, over the limit of {size_text(limit)} "
-            "(tokaudit_max_line_bytes)")
+        return Record(line, self.rows_of.slice(r, 1).to_pylist()[0], rid, count, ids)
 
 
 def _row_bytes(batch: Any) -> list[int]:

@@ -18,10 +18,8 @@ structure rule with numpy, folds the records that pass into the FileSummary in b
 per-line path would find something: the per-record hooks on the records that fail, as
 light records (_Failed: count, n_ids, last_id, count_each over their slice of the ids),
 and the batch hooks on light rows of all (the built-in ones declare that is all they read:
-columnar.LIGHT). Where a check may read more of a record (a user's, or one reading a
-field's value: the Arrow pass's full mode, `fold(data=...)`), every parsed row is handed to
-every hook as a whole record over its slice of the ids, its `data` read from the source on
-demand. A parsed row whose ids the per-line path refuses (a negative id) is handed back as
+columnar.LIGHT). In full mode (`fold(data=...)`: a check of the user's on Arrow rows)
+every hook gets every parsed row whole, its `data` read on demand. A parsed row whose ids the per-line path refuses (a negative id) is handed back as
 odd. The order of findings, batches and summary is the per-line path's.
 """
 
@@ -31,13 +29,13 @@ import bisect
 import functools
 from typing import Any, Callable, Iterator, Sequence
 
-from ..base.findings import Finding, as_findings
+from ..base.findings import Finding
 from ..model.contract import Contract
 from ..model.figures import SAMPLE, TAIL, Figures, diff_bins, length_bins, priorities
 from ..model.records import Columns, ReadOnlyRecord
 from ..model.rules import count_tolerance, signed_difference
-from ..model.summary import FileSummary, SummaryView
-from .plain import RECORD, answer
+from ..model.summary import FileSummary
+from .plain import check_batch
 
 I64_MAX = 2**63 - 1
 
@@ -193,30 +191,12 @@ class Kernel:
                      billed, lens, diff, record_ids)
 
     def run(self, records: _Rows) -> None:
-        """A run of parsed records: the per-record hooks on those the columns failed (the
-        clean ones are folded already; on every one in full mode), then the batch hooks on
-        all, as plain.py does."""
-        found: list[Finding] = []
-        hook, contract, summary = self.hook, self.contract, self.summary
+        """A run of parsed records through plain.check_batch: the per-record hooks on those
+        the columns failed (the clean ones are folded already; on every one in full mode),
+        then the batch hooks on all."""
         failed = list(records.failed())
-        for record in failed:
-            summary.add_counts(record.line, record.id, record.count, record.n_ids)
-        for record in (failed if records.whole is None else records):
-            for result in hook.pytest_tokaudit_check_record(record=record, contract=contract):
-                for f in answer(result, RECORD, hook):
-                    if f.line is None:
-                        f = Finding(f.check, f.message, record.line, record.id, f.allowable)
-                    found.append(f)
-        for result in hook.pytest_tokaudit_check_batch(
-            records=records, contract=contract, summary=SummaryView(summary), unusable=[],
-        ):
-            found.extend(as_findings(result))
-        if found:
-            found.sort(key=lambda f: f.line or 0)
-            sink = self.plain.sink
-            if sink is not None:  # --tokaudit-failures: every one, with its record's counts
-                sink.write(found, records.at_lines({f.line for f in found}), [])
-            summary.add_record_findings(found)
+        check_batch(records, [], [], self.contract, self.hook, self.summary, self.plain.sink,
+                    failed, failed if records.whole is None else records)
 
 
 class _Rows(Sequence[Any]):
@@ -284,9 +264,8 @@ class _Failed(ReadOnlyRecord):
                  end: int, hits: dict[int, int],
                  field_values: dict[tuple[str, ...], Any] | None = None,
                  data: Callable[[], Any] | None = None):
-        for name, value in (("line", line), ("id", record_id), ("count", count), ("n_ids", n_ids),
-                            ("_flat", flat), ("_start", start), ("_end", end), ("_hits", hits),
-                            ("field_values", field_values), ("_whole", data)):
+        for name, value in zip(self.__slots__, (line, record_id, count, n_ids, flat, start, end,
+                                                hits, field_values, data)):
             object.__setattr__(self, name, value)
 
     def __getattr__(self, name: str) -> Any:  # never a silent half-record

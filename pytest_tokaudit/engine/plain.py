@@ -167,11 +167,17 @@ def answer(result: Any, name: str, hook: Any) -> list[Finding]:
 def check_batch(
     batch: Sequence[AuditedRecord], found: list[Finding], unusable: Sequence[Unusable],
     contract: Contract, hook: Any, summary: FileSummary, sink: Sink | None = None,
+    counted: Sequence[Any] | None = None, hooked: Sequence[Any] | None = None,
 ) -> None:
+    """Every check's hooks on a batch: the records' counts into the summary (of `counted`
+    only, where the kernel has folded the others), the per-record hooks (on `hooked` only,
+    where the kernel has judged the others), the batch hooks on all, their findings in
+    line order into the summary and the sink."""
     if contract.text_template is not None and batch:  # ids rebuilt from text, before any check
         found.extend(rebuild(batch, contract))
-    for record in batch:
+    for record in batch if counted is None else counted:
         summary.add_counts(record.line, record.id, record.count, record.n_ids)
+    for record in batch if hooked is None else hooked:
         for result in hook.pytest_tokaudit_check_record(record=record, contract=contract):
             for f in answer(result, RECORD, hook):
                 if f.line is None:
@@ -192,7 +198,8 @@ def check_batch(
     # Hooks answer in their own order; the bounded list keeps the first lines of the file.
     found.sort(key=lambda f: f.line or 0)
     if found and sink is not None:  # --tokaudit-failures: every one, uncapped
-        sink.write(found, batch, unusable)  # first: an interrupt between never loses one
+        at = getattr(batch, "at_lines", None)  # the kernel's light rows: made only where found
+        sink.write(found, batch if at is None else at({f.line for f in found}), unusable)
     summary.add_record_findings(found)
 
 
