@@ -131,11 +131,17 @@ def arrow_rows() -> list[dict]:
 
 @pytest.mark.parametrize("kind", ["parquet-7", "parquet-1000", "arrow"])
 @pytest.mark.parametrize("mine", [False, True], ids=["builtin", "user-hooks"])
+@pytest.mark.parametrize("kernel", [True, False], ids=["kernel", "per-row"])
 def test_arrow_files_audit_as_their_jsonl_twin_on_the_per_line_path(tmp_path, monkeypatch, kind,
-                                                                     mine):
+                                                                     mine, kernel):
     """The same records as Parquet or Arrow IPC and as JSONL read line by line: the same
-    summary (findings, worst records, figures, ids) and the same --tokaudit-failures lines."""
+    summary (findings, worst records, figures, ids) and the same --tokaudit-failures lines,
+    through the kernel and row by row (as without numpy)."""
     pa = pytest.importorskip("pyarrow")
+    from pytest_tokaudit.engine import arrow
+
+    if not kernel:
+        monkeypatch.setattr(arrow, "_plan", lambda contract, hook: None)
     pq = pytest.importorskip("pyarrow.parquet")
     rows = arrow_rows()
     table = pa.Table.from_pylist(rows, schema=pa.schema([
