@@ -278,7 +278,7 @@ class _Failed(ReadOnlyRecord):
         if self._whole is None:
             raise AttributeError("record.data: the columnar path hands a per-record check line, "
                                  "id, count, n_ids, ids, last_id, count_each and field_values only")
-        return self._whole()  # type: ignore[no-any-return]
+        return self._whole()
 
     def occurrences(self, token: int) -> int:
         return self.count_each((token,))[0]
