@@ -21,7 +21,7 @@ from .fastids import IdsText
 
 class AuditedRecord(Protocol):
     """A well-formed record as the check hooks see it (read-only): the JSONL reader's
-    Record and the Parquet reader's ArrowRecord both are one.
+    Record and the engine's records over a batch's columns (engine/kernel.py) are one.
 
     Prefer `n_ids`, `last_id`, `occurrences` and `count_each` to `ids` and `data`, which
     build Python objects for the whole record.
@@ -70,13 +70,13 @@ _set = object.__setattr__
 
 
 def read_only(name: str) -> NoReturn:
-    """What setting a record's attribute does (Record, TextRecord, parquet's ArrowRecord)."""
+    """What setting a record's attribute does (Record, TextRecord, the kernel's records)."""
     raise AttributeError(f"a record is read-only (cannot set {name!r}); a check returns "
                          "findings, e.g. record.finding(check, message)")
 
 
 class ReadOnlyRecord:
-    """The base of the records hooks get (Record, parquet's ArrowRecord): read-only to a
+    """The base of the records hooks get (Record, the kernel's records): read-only to a
     type checker (properties) and at run time (any set raises). A subclass keeps its values
     in plain slots, set with object.__setattr__, so every read stays as cheap as a slot."""
 
