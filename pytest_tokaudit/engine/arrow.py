@@ -17,7 +17,7 @@ controller rebases them by the rows before it, which the file's footer gives exa
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from typing import Any
 
 from ..base.fields import LIST_INDEX, MISSING, CountSum, count_paths, get_path
 from ..base.findings import Finding, foreign
@@ -312,11 +312,8 @@ class _Batches:
         if contract.text_template is not None:
             for r in over:
                 self.over(line0 + r + 1, over[r])
-            lines = [line0 + r + 1 for r in range(n) if r not in over]
-            for line, item in zip(lines, _text_rows_of(
-                    batch.take([r for r in range(n) if r not in over]) if over else batch,
-                    contract, lines)):
-                self.plain.take_parsed(line, SKIPPED if item is None else item)
+            kept = [r for r in range(n) if r not in over]
+            self.text(batch.take(kept) if over else batch, [line0 + r + 1 for r in kept])
             return
         self.rows_of = batch
         ids = _column(batch, contract.ids_field)
@@ -405,6 +402,27 @@ class _Batches:
         problems.append(count_problem(count, ".".join(field)))  # type: ignore[arg-type]
         return None
 
+    def text(self, batch: Any, lines: list[int]) -> None:
+        """Rows read with a text template: each row as the Python object its JSONL twin holds
+        (the columns read), judged by the JSONL reader's own functions, so the findings are
+        the same. The text is needed as Python strings anyway, to be encoded.
+
+        Parquet has no absent field, only null: a null ids list counts as absent (the ids
+        are rebuilt from the text), and a null where a path breaks is named as null."""
+        contract, ids_field = self.contract, self.contract.ids_field
+        for line, obj in zip(lines, batch.to_pylist()):
+            if contract.where and ((flag := get_path(obj, contract.where)) is MISSING or not flag):
+                self.plain.take_parsed(line, SKIPPED)
+                continue
+            parent = get_path(obj, ids_field[:-1]) if len(ids_field) > 1 else obj
+            if type(parent) is dict and ids_field[-1] in parent and parent[ids_field[-1]] is None:
+                del parent[ids_field[-1]]
+            problems, record_id, count, ids = judge_fields(obj, contract, True)
+            texts = template_texts(obj, contract, problems)
+            self.plain.take_parsed(line, rejected(obj, contract, problems, line, record_id, count)
+                                   if problems or texts is None else
+                                   TextRecord(line, obj, record_id, count, ids, texts=texts))
+
     def judge(self, r: int, line: int) -> Record | Rejected:
         """One row as the JSONL reader judges its twin: its schema findings, or a record."""
         contract, problems = self.contract, []
@@ -483,32 +501,6 @@ def _fixed(t: Any) -> int | None:
 def _short(exc: Exception) -> str:
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0] if text else ''}"
-
-
-def _text_rows_of(batch: Any, contract: Contract, lines: list[int]
-                  ) -> Iterator[TextRecord | Rejected | None]:
-    """Rows read with a text template: each row as the Python object its JSONL twin holds
-    (the columns read), judged by the JSONL reader's own functions, so the findings are
-    the same. The text is needed as Python strings anyway, to be encoded.
-
-    Parquet has no absent field, only null: a null ids list counts as absent (the ids
-    are rebuilt from the text), and a null where a path breaks is named as null."""
-    ids_field = contract.ids_field
-    for line, obj in zip(lines, batch.to_pylist()):
-        if contract.where:
-            flag = get_path(obj, contract.where)
-            if flag is MISSING or not flag:
-                yield None
-                continue
-        parent = get_path(obj, ids_field[:-1]) if len(ids_field) > 1 else obj
-        if type(parent) is dict and ids_field[-1] in parent and parent[ids_field[-1]] is None:
-            del parent[ids_field[-1]]
-        problems, record_id, count, ids = judge_fields(obj, contract, True)
-        texts = template_texts(obj, contract, problems)
-        if problems or texts is None:
-            yield rejected(obj, contract, problems, line, record_id, count)
-            continue
-        yield TextRecord(line, obj, record_id, count, ids, texts=texts)
 
 
 def _values(batch: Any, field: tuple[str, ...], n: int = 0) -> list[Any]:

@@ -19,8 +19,9 @@ per-line path would find something: the per-record hooks on the records that fai
 light records (_Failed: count, n_ids, last_id, count_each over their slice of the ids),
 and the batch hooks on light rows of all (the built-in ones declare that is all they read:
 columnar.LIGHT). In full mode (`fold(data=...)`: a check of the user's on Arrow rows)
-every hook gets every parsed row whole, its `data` read on demand. A parsed row whose ids the per-line path refuses (a negative id) is handed back as
-odd. The order of findings, batches and summary is the per-line path's.
+every hook gets every parsed row whole, its `data` read on demand. A parsed row whose ids
+the per-line path refuses (a negative id) is handed back as odd. The order of findings,
+batches and summary is the per-line path's.
 """
 
 from __future__ import annotations
@@ -147,9 +148,7 @@ class Kernel:
             good_rows = sorted(good.tolist() + list(bad)) if bad else good.tolist()
             whole = (flat, starts, ends, hits, data) if data is not None else None
         else:
-            good_rows = []
-            bad = {}
-            whole = None
+            good_rows, bad, whole = [], {}, None
         summary.records += n - len(odd)  # PlainPass counts its own
         summary.skipped += skipped
         summary.audited += len(good_rows)

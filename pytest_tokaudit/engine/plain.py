@@ -169,10 +169,8 @@ def check_batch(
     contract: Contract, hook: Any, summary: FileSummary, sink: Sink | None = None,
     counted: Sequence[Any] | None = None, hooked: Sequence[Any] | None = None,
 ) -> None:
-    """Every check's hooks on a batch: the records' counts into the summary (of `counted`
-    only, where the kernel has folded the others), the per-record hooks (on `hooked` only,
-    where the kernel has judged the others), the batch hooks on all, their findings in
-    line order into the summary and the sink."""
+    """Every check's hooks on a batch, its findings into the summary and the sink; the
+    kernel (kernel.py) adds the counts of `counted` only and hooks `hooked` only."""
     if contract.text_template is not None and batch:  # ids rebuilt from text, before any check
         found.extend(rebuild(batch, contract))
     for record in batch if counted is None else counted:
