@@ -31,6 +31,7 @@ it is valid, whatever the part's size.
 from __future__ import annotations
 
 import functools
+import itertools
 import os
 from pathlib import Path
 from typing import Any, Iterator, NamedTuple
@@ -60,7 +61,8 @@ I64_MAX = 2**63 - 1
 # What a light row (_Row) holds: a batch hook whose `reads(contract)` is within this (or
 # names fields, as paths: `field_values`) gets one per clean record; any other batch hook
 # (a user's, by default) makes the part take the per-line path, where it gets full records.
-LIGHT = frozenset({"line", "id", "count", "n_ids", "ids"})
+# `rebuilt` is never on one: a record storing ids beside a text template goes per line.
+LIGHT = frozenset({"line", "id", "count", "n_ids", "ids", "rebuilt"})
 
 
 class Plan(NamedTuple):
@@ -80,8 +82,6 @@ def plan(path: Any, contract: Contract, hook: Any, start: int = 0, end: int | No
     mode = os.environ.get(ENV, "")
     if mode == "0":
         return None
-    if contract.text_template is not None:
-        return None  # the ids are rebuilt from the text, by the tokenizer
     tokens = contract.require_once_ids + contract.require_last_ids + contract.forbid_ids
     if any(t > I64_MAX for t in tokens):
         return None
@@ -252,8 +252,15 @@ class _Columns:
         paths = [p for p in (contract.ids_field, contract.id_field, contract.where) if p]
         finish = contract.finish_reason if how.finish_check and contract.finish_reason_field else ()
         self.paths = (None if type(count) is tuple and all(len(p) == 1 for p in [*paths, count])
-                      and not how.fields and not finish else
+                      and not how.fields and not finish and contract.text_template is None else
                       _Paths(contract, simdjson.Object, simdjson.Array, how.fields, finish))
+        # A text template: each row's ids are encoded from its texts, a chunk at a time.
+        self.texts: Any = None
+        if contract.text_template is not None:
+            from .template import plan_for
+
+            self.tok = contract.tokenizer_object()
+            self.texts = plan_for(contract.text_template, self.tok)
         self.row_fields: list[dict[tuple[str, ...], Any]] = []  # of the rows of the last chunk
         self.row_ids: list[Any] | None = None  # their ids' buffers, when a batch hook reads ids
         self.tokens = tuple(dict.fromkeys(contract.require_once_ids + contract.forbid_ids))
@@ -368,6 +375,14 @@ class _Columns:
                             odd.append(row)
                         continue
                     ids, count, rid, known, values = got
+                    if self.texts is not None:  # the texts: encoded below, with the chunk's
+                        rows.append(row)
+                        bufs.append(ids)
+                        counts.append(count)
+                        record_ids.append(rid)
+                        if fields:
+                            field_values.append(values)
+                        continue
                 else:
                     ids = doc.get(ids_name)
                     is_array = type(ids) is array_type
@@ -405,7 +420,20 @@ class _Columns:
                 known_arrays.append(known)
                 if fields:
                     field_values.append(values)
-        if (brackets - 1 > arrays or paths is not None) and rows:
+        flat = None
+        if self.texts is not None:
+            # The texts' rows: one holding a special token's string goes per line (its
+            # special_in_text finding), the others' texts encoded in one batch.
+            nested = self.specials(bufs, rows)
+            if nested:
+                keep = [i for i, row in enumerate(rows) if row not in nested]
+                rows, bufs, counts, record_ids = (
+                    [col[i] for i in keep] for col in (rows, bufs, counts, record_ids))
+                if fields:
+                    field_values = [field_values[i] for i in keep]
+                odd = sorted(odd + list(nested))
+            flat, n_ids, bufs = self.encode(bufs)
+        elif (brackets - 1 > arrays or paths is not None) and rows:
             # More "[" than ids arrays: a line may nest a list among its ids, which
             # as_buffer flattens and the per-line path refuses. Those lines are looked at.
             nested = self.nested(cut, n, rows, known_arrays or None)
@@ -421,7 +449,34 @@ class _Columns:
             odd = sorted([r for r in range(n) if r not in taken] + odd + failed)
         self.row_fields = field_values
         self.row_ids = bufs if self.how.ids else None
-        return self.fold(cut, n, line0, odd, rows, bufs, counts, record_ids, n_ids, skipped)
+        return self.fold(cut, n, line0, odd, rows, bufs, counts, record_ids, n_ids, skipped, flat)
+
+    def specials(self, texts: list[tuple[str, ...]], rows: list[int]) -> set[int]:
+        """The rows a text of which holds an added token's string (template.rebuild's
+        special_in_text finding): their lines are the per-line path's to word."""
+        added = self.texts.added
+        if added is None or not added.search("\0".join(t for row in texts for t in row)):
+            return set()  # no added token's string holds a NUL: no match spans two texts
+        return {row for row, mine in zip(rows, texts) if any(added.search(t) for t in mine)}
+
+    def encode(self, texts: list[tuple[str, ...]]) -> tuple[Any, list[int], list[Any]]:
+        """(the ids of all rows as one int64 array, each row's number of them, each row's ids
+        as a buffer when a batch hook reads them) of the rows' placeholder texts."""
+        from .template import encode_texts
+
+        np = self.np
+        encoded = encode_texts(self.tok, self.texts, texts)
+        n_ids = [len(ids) for ids in encoded]
+        flat = np.fromiter(itertools.chain.from_iterable(encoded), np.int64, sum(n_ids))
+        bufs: list[Any] = []
+        if self.how.ids:
+            data = flat.tobytes()
+            ends = itertools.accumulate(n_ids, initial=0)
+            start = next(ends)
+            for end in ends:
+                bufs.append(data[8 * start:8 * end])
+                start = end
+        return flat, n_ids, bufs
 
     def nested(self, cut: _Cut, n: int, rows: list[int], known: list[int] | None = None
                ) -> set[int]:
@@ -451,10 +506,11 @@ class _Columns:
 
     def fold(self, cut: _Cut, n: int, line0: int, odd: list[int], rows: list[int],
              bufs: list[Any], counts: list[int], record_ids: list[Any], n_ids: list[int],
-             skipped: int) -> int:
+             skipped: int, flat: Any = None) -> int:
         """The chunk's parsed rows through the kernel (kernel.py: checked column-wise, the
         clean ones folded); the odd lines to the per-line path in their place."""
-        flat = self.np.frombuffer(b"".join(bufs), dtype=self.np.int64)
+        if flat is None:
+            flat = self.np.frombuffer(b"".join(bufs), dtype=self.np.int64)
         take, limit = self.plain.take, self.limit
 
         def take_odd(row: int) -> None:
@@ -492,6 +548,9 @@ class _Paths:
         self.finish = finish
         self.ids_field, self.id_field, self.where = (
             contract.ids_field, contract.id_field, contract.where)
+        template = contract.text_template  # its placeholders' texts are read, not the ids
+        self.placeholders = (None if template is None else
+                             [(ph.path, ph.optional) for ph in template.placeholders])
         count = contract.count_field
         if isinstance(count, CountSum):
             self.terms = [(t.path, t.optional, t.negative) for t in count.terms]
@@ -525,7 +584,8 @@ class _Paths:
 
     def read(self, doc: Any) -> Any:
         """(ids, count, id, the "[" known in the line, the field values) of a clean record,
-        SKIP, or None."""
+        SKIP, or None. With a text template, the placeholders' texts in place of the ids
+        (a record that stores ids too is the per-line path's: ids_match_text)."""
         lists: set[tuple[str, ...]] = set()
         get = self.get
         try:
@@ -538,7 +598,19 @@ class _Paths:
                 if not flag:
                     return SKIP
             ids = get(doc, self.ids_field, lists)
-            if type(ids) is not self.array_type:
+            if self.placeholders is not None:
+                if ids is not MISSING:
+                    return None
+                texts = []
+                for path, optional in self.placeholders:
+                    text = get(doc, path, lists)
+                    if type(text) is not str:
+                        if not optional or text is not MISSING and text is not None:
+                            return None  # a schema finding: the per-line path words it
+                        text = ""
+                    texts.append(text)
+                ids = tuple(texts)
+            elif type(ids) is not self.array_type:
                 return None
             total = self.constant
             for path, optional, negative in self.terms:
