@@ -104,6 +104,18 @@ def test_raw_responses_go_columnar(tmp_path, monkeypatch, tok):
         assert_same(path, contract)
 
 
+def test_template_parts_under_text_min_bytes_stay_per_line(tmp_path, monkeypatch):
+    """The tokenizer is most of the time on either path: numpy's import is paid back only
+    on large parts (docs/performance.md)."""
+    monkeypatch.delenv(columnar.ENV, raising=False)
+    path = tmp_path / "x.jsonl"
+    path.write_bytes(b" " * columnar.MIN_BYTES)
+    contract = contracts()["raw"]
+    assert columnar.plan(path, contract, builtin_hook()) is None
+    monkeypatch.setattr(columnar, "TEXT_MIN_BYTES", columnar.MIN_BYTES)
+    assert columnar.plan(path, contract, builtin_hook()) is not None
+
+
 @pytest.mark.parametrize("chunk", [64, 1 << 20])
 def test_bad_raw_responses_audit_the_same(tmp_path, monkeypatch, tok, chunk):
     monkeypatch.setattr(columnar, "CHUNK", chunk)
