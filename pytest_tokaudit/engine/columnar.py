@@ -40,6 +40,7 @@ from __future__ import annotations
 import functools
 import itertools
 import os
+from array import array
 from pathlib import Path
 from typing import Any, Iterator, NamedTuple
 
@@ -52,6 +53,7 @@ from ..sources.jsonl import JSON_WS, line_range, read_chunks
 from .observers import NONE, Observers
 from .kernel import Kernel, fold_figures  # noqa: F401 - fold_figures: its old home
 from .plain import PlainPass, read_error_text
+from .template import encode_texts, plan_for
 
 ENV = "TOKAUDIT_COLUMNAR"
 
@@ -59,19 +61,16 @@ ENV = "TOKAUDIT_COLUMNAR"
 CHUNK = 1 << 20  # bytes of lines checked at once
 
 
-# With a text template, chunks of TEXT_CHUNKS * CHUNK: the tokenizer's encode_batch spreads
-# a bigger batch better over the cores (8 MB of responses: 1 MB chunks cost ~4% more CPU
-# than the per-line path's batches, 2 MB ones ~2% less; 4 MB ones ~5% less but hold ~70 MiB
-# more: the tokenizer's Encoding objects).
+# A text template's chunks are TEXT_CHUNKS times larger: encode_batch spreads a bigger
+# batch better over the cores (docs/performance.md).
 TEXT_CHUNKS = 2
 
 
 MIN_BYTES = 4 << 20  # smaller parts stay on the per-line path: importing numpy costs more
 
 
-# With a text template the tokenizer's encode_batch is ~90% of the time on either path, the
-# chunk engine saves ~2% of the rest (in process, 8 and 32 MB of responses), and importing
-# numpy is paid back only past ~32 MB (whole runs, CPU: 0.94-0.98x at 8 MB, 0.99-1.00x at 32).
+# With a text template the tokenizer is ~90% of the time on either path: importing numpy
+# is paid back only on larger parts (docs/performance.md).
 TEXT_MIN_BYTES = 32 << 20
 
 
@@ -279,8 +278,6 @@ class _Columns:
         # A text template: each row's ids are encoded from its texts, a chunk at a time.
         self.texts: Any = None
         if contract.text_template is not None:
-            from .template import plan_for
-
             self.tok = contract.tokenizer_object()
             self.texts = plan_for(contract.text_template, self.tok)
         self.row_fields: list[dict[tuple[str, ...], Any]] = []  # of the rows of the last chunk
@@ -397,14 +394,6 @@ class _Columns:
                             odd.append(row)
                         continue
                     ids, count, rid, known, values = got
-                    if self.texts is not None:  # the texts: encoded below, with the chunk's
-                        rows.append(row)
-                        bufs.append(ids)
-                        counts.append(count)
-                        record_ids.append(rid)
-                        if fields:
-                            field_values.append(values)
-                        continue
                 else:
                     ids = doc.get(ids_name)
                     is_array = type(ids) is array_type
@@ -426,8 +415,11 @@ class _Columns:
                             or id_name is not None and type(rid) is not str and type(rid) is not int):
                         odd.append(row)
                         continue
-                buf = ids.as_buffer(of_type="i")  # raises for a float, null, bool, past int64...
-                size = len(ids)
+                if self.texts is not None:  # the placeholders' texts: encoded below
+                    buf, size = ids, 0
+                else:
+                    buf = ids.as_buffer(of_type="i")  # raises for a float, null, bool, past int64...
+                    size = len(ids)
             except Exception:  # noqa: BLE001 - any id that is not an int64: the per-line path
                 odd.append(row)
                 continue
@@ -442,30 +434,26 @@ class _Columns:
                 known_arrays.append(known)
                 if fields:
                     field_values.append(values)
-        flat = None
-        if self.texts is not None:
-            # The texts' rows: one holding a special token's string goes per line (its
-            # special_in_text finding), the others' texts encoded in one batch.
+        nested: set[int] = set()
+        if self.texts is not None:  # a text holding a special token's string: special_in_text
             nested = self.specials(bufs, rows)
-            if nested:
-                keep = [i for i, row in enumerate(rows) if row not in nested]
-                rows, bufs, counts, record_ids = (
-                    [col[i] for i in keep] for col in (rows, bufs, counts, record_ids))
-                if fields:
-                    field_values = [field_values[i] for i in keep]
-                odd = sorted(odd + list(nested))
-            flat, n_ids, bufs = self.encode(bufs)
         elif (brackets - 1 > arrays or paths is not None) and rows:
             # More "[" than ids arrays: a line may nest a list among its ids, which
             # as_buffer flattens and the per-line path refuses. Those lines are looked at.
             nested = self.nested(cut, n, rows, known_arrays or None)
-            if nested:
-                keep = [i for i, row in enumerate(rows) if row not in nested]
-                rows, bufs, counts, record_ids, n_ids = (
-                    [col[i] for i in keep] for col in (rows, bufs, counts, record_ids, n_ids))
-                if fields:
-                    field_values = [field_values[i] for i in keep]
-                odd = sorted(odd + list(nested))
+        if nested:
+            keep = [i for i, row in enumerate(rows) if row not in nested]
+            rows, bufs, counts, record_ids, n_ids = (
+                [col[i] for i in keep] for col in (rows, bufs, counts, record_ids, n_ids))
+            if fields:
+                field_values = [field_values[i] for i in keep]
+            odd = sorted(odd + list(nested))
+        flat = None
+        if self.texts is not None:  # the rows' texts encoded in one batch
+            encoded = encode_texts(self.tok, self.texts, bufs)
+            n_ids = [len(ids) for ids in encoded]
+            flat = self.np.fromiter(itertools.chain.from_iterable(encoded), self.np.int64, sum(n_ids))
+            bufs = [array("q", ids).tobytes() for ids in encoded] if self.how.ids else []
         if len(good_rows) < n or failed:
             taken = set(good_rows)
             odd = sorted([r for r in range(n) if r not in taken] + odd + failed)
@@ -480,25 +468,6 @@ class _Columns:
         if added is None or not added.search("\0".join(t for row in texts for t in row)):
             return set()  # no added token's string holds a NUL: no match spans two texts
         return {row for row, mine in zip(rows, texts) if any(added.search(t) for t in mine)}
-
-    def encode(self, texts: list[tuple[str, ...]]) -> tuple[Any, list[int], list[Any]]:
-        """(the ids of all rows as one int64 array, each row's number of them, each row's ids
-        as a buffer when a batch hook reads them) of the rows' placeholder texts."""
-        from .template import encode_texts
-
-        np = self.np
-        encoded = encode_texts(self.tok, self.texts, texts)
-        n_ids = [len(ids) for ids in encoded]
-        flat = np.fromiter(itertools.chain.from_iterable(encoded), np.int64, sum(n_ids))
-        bufs: list[Any] = []
-        if self.how.ids:
-            data = flat.tobytes()
-            ends = itertools.accumulate(n_ids, initial=0)
-            start = next(ends)
-            for end in ends:
-                bufs.append(data[8 * start:8 * end])
-                start = end
-        return flat, n_ids, bufs
 
     def nested(self, cut: _Cut, n: int, rows: list[int], known: list[int] | None = None
                ) -> set[int]:
