@@ -50,7 +50,7 @@ CASES = [("corpus.jsonl", STRUCT, {"TOKAUDIT_COLUMNAR": "1"}), ("corpus.jsonl", 
          ("seed.jsonl", KIMI, {}), ("seed.jsonl", KIMI, {"TOKAUDIT_COLUMNAR": "1"}),
          ("short-seed.jsonl", KIMI, {"TOKAUDIT_COLUMNAR": "1"}), ("seed.parquet", KIMI, {}),
          ("seed.jsonl", KIMI + "tokaudit_shard_size = 4000000\n", {}),
-         ("roundtrip.jsonl", QW, {}), ("raw.jsonl", RAW, {})]
+         ("roundtrip.jsonl", QW, {}), ("raw.jsonl", RAW, {}), ("raw.jsonl", RAW, {"TOKAUDIT_COLUMNAR": "1"})]
 def run(code, data, ini, env_extra, nflag):
     d = Path(tempfile.mkdtemp(prefix="par-"))
     (d / "data").mkdir()

@@ -479,6 +479,17 @@ def ids_text(ids: Iterable[int]) -> str:
 _SEP = re.compile(r"^([=_-])\1{2,} (.*?) \1{2,}$")
 
 
+def assert_usage_error(result: pytest.RunResult, *messages: str) -> None:
+    """Exit 4 and the message as pytest's one `ERROR:` line; no traceback, no other error."""
+    out, err = result.stdout.str(), result.stderr.str()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, out + err
+    errors = [line for line in err.splitlines() if line.strip()]
+    assert len(errors) == 1 and errors[0].startswith("ERROR: "), err
+    assert all(m in errors[0] for m in messages), errors[0]
+    assert "Traceback" not in out + err and "INTERNALERROR" not in out + err
+    assert "ERRORS" not in out and not re.search(r"\d+ errors?\b", out), out  # no collect error
+
+
 def assert_no_crash(result: pytest.RunResult) -> None:
     """Bad data is a finding, never a crash of pytest or of the plugin."""
     for name in ("stdout", "stderr"):

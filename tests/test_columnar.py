@@ -336,15 +336,12 @@ def test_plan_only_where_the_columnar_path_is_exact(tmp_path, monkeypatch):
     assert columnar.plan(path, contract, builtin_hook()) == columnar.Plan(True, True, True)
     # A user's per-record hook sees every record: the per-line path.
     assert columnar.plan(path, contract, builtin_hook(UserCheck())) is None
-    # Nested fields, groups, finish reasons, the round trip, unique_text go columnar too
-    # (tests/engine/); a text template does not: the ids come from the tokenizer.
+    # Nested fields, groups, finish reasons, the round trip, unique_text and a text template
+    # (its ids encoded a chunk at a time) go columnar too (tests/engine/).
     for change in [dict(id_field=("meta", "id")), dict(group_by=("model",)),
                    dict(finish_reason=("stop",)), dict(roundtrip_rel=0.05, tokenizer="tok"),
-                   dict(unique_text=True)]:
+                   dict(unique_text=True), dict(text_template=parse_template("{text}"), tokenizer="tok")]:
         assert columnar.plan(path, dataclasses.replace(contract, **change), builtin_hook()) is not None
-    template = parse_template("{text}")
-    assert columnar.plan(path, dataclasses.replace(contract, text_template=template, tokenizer="tok"),
-                         builtin_hook()) is None
     monkeypatch.setenv(columnar.ENV, "0")
     assert columnar.plan(path, contract, builtin_hook()) is None
     # Unset: only parts big enough to be worth importing numpy.

@@ -56,3 +56,19 @@ def test_a_back_import_breaks_the_contract(tmp_path: Path, module: str, line: st
     result = lint_imports(tmp_path)
     assert result.returncode == 1, result.stdout + result.stderr
     assert broken in result.stdout.replace("\n", " "), result.stdout
+
+
+def test_no_test_module_imports_another():
+    """Shared helpers live in helper modules (conftest.py, audits.py, ...), never in a test
+    module: importing one runs its module-level code and ties two subjects together."""
+    import ast
+
+    tests = ROOT / "tests"
+    found = []
+    for path in sorted(tests.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            found += [f"{path.relative_to(tests)}:{node.lineno}: {name}" for name in names
+                      if name.rsplit(".", 1)[-1].startswith("test_")]
+    assert found == []

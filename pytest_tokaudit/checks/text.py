@@ -17,8 +17,10 @@ class IdsMatchTextCheck:
 
     @staticmethod
     def reads(contract: Any) -> frozenset[str]:
-        """What of a record its batch hook reads: its text, with a text template."""
-        return frozenset({"texts", "ids"} if contract.text_template is not None else ())
+        """What of a record its batch hook reads, with a text template: `rebuilt`, the ids
+        rebuilt beside stored ones (then its ids and texts too). The chunk engine hands a
+        record storing ids beside the template to the per-line path: its light rows have none."""
+        return frozenset({"rebuilt"} if contract.text_template is not None else ())
 
     @hookimpl
     def pytest_tokaudit_check_batch(self, records, contract):

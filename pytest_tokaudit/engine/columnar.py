@@ -20,10 +20,17 @@ int64 buffer: the round trip, unique_text) and field values (`field_values`: gro
 finish reasons, read only as scalars). A record whose finish reason tokaudit_finish_reason
 does not allow goes to the per-line path, which words the finding.
 
+With a text template (tokaudit_text_template) a record's ids come from its text: `_Paths`
+reads the placeholders' texts (an optional one missing or null: ''), the chunk's texts are
+encoded in one batch by template.encode_texts (as the per-line path's template.rebuild
+encodes them) into the flat int64 ids the kernel folds. A record whose text field is
+missing, null or not a string, whose text holds a special token's string (special_in_text)
+or that stores ids beside its text (ids_match_text) goes to the per-line path.
+
 It is used only where it gives what the per-line path gives (see `plan`): no per-record
 hook of a plugin other than the built-ins, every batch hook declaring what it reads within
-those, no text template (the ids come from the tokenizer). Parts under MIN_BYTES stay on
-the per-line path: importing numpy costs ~50-110 ms (docs/performance.md).
+those. Parts under MIN_BYTES (TEXT_MIN_BYTES with a text template) stay on the per-line
+path: importing numpy costs ~50-110 ms (docs/performance.md).
 TOKAUDIT_COLUMNAR=0 forces the per-line path (the tests' oracle); =1 uses this one whenever
 it is valid, whatever the part's size.
 """
@@ -31,7 +38,9 @@ it is valid, whatever the part's size.
 from __future__ import annotations
 
 import functools
+import itertools
 import os
+from array import array
 from pathlib import Path
 from typing import Any, Iterator, NamedTuple
 
@@ -44,6 +53,7 @@ from ..sources.jsonl import JSON_WS, line_range, read_chunks
 from .observers import NONE, Observers
 from .kernel import Kernel, fold_figures  # noqa: F401 - fold_figures: its old home
 from .plain import PlainPass, read_error_text
+from .template import encode_texts, plan_for
 
 ENV = "TOKAUDIT_COLUMNAR"
 
@@ -51,7 +61,17 @@ ENV = "TOKAUDIT_COLUMNAR"
 CHUNK = 1 << 20  # bytes of lines checked at once
 
 
+# A text template's chunks are TEXT_CHUNKS times larger: encode_batch spreads a bigger
+# batch better over the cores (docs/performance.md).
+TEXT_CHUNKS = 2
+
+
 MIN_BYTES = 4 << 20  # smaller parts stay on the per-line path: importing numpy costs more
+
+
+# With a text template the tokenizer is ~90% of the time on either path: importing numpy
+# is paid back only on larger parts (docs/performance.md).
+TEXT_MIN_BYTES = 32 << 20
 
 
 I64_MAX = 2**63 - 1
@@ -60,7 +80,8 @@ I64_MAX = 2**63 - 1
 # What a light row (_Row) holds: a batch hook whose `reads(contract)` is within this (or
 # names fields, as paths: `field_values`) gets one per clean record; any other batch hook
 # (a user's, by default) makes the part take the per-line path, where it gets full records.
-LIGHT = frozenset({"line", "id", "count", "n_ids", "ids"})
+# `rebuilt` is never on one: a record storing ids beside a text template goes per line.
+LIGHT = frozenset({"line", "id", "count", "n_ids", "ids", "rebuilt"})
 
 
 class Plan(NamedTuple):
@@ -80,8 +101,6 @@ def plan(path: Any, contract: Contract, hook: Any, start: int = 0, end: int | No
     mode = os.environ.get(ENV, "")
     if mode == "0":
         return None
-    if contract.text_template is not None:
-        return None  # the ids are rebuilt from the text, by the tokenizer
     tokens = contract.require_once_ids + contract.require_last_ids + contract.forbid_ids
     if any(t > I64_MAX for t in tokens):
         return None
@@ -108,7 +127,8 @@ def plan(path: Any, contract: Contract, hook: Any, start: int = 0, end: int | No
             elif what not in LIGHT:
                 return None
             wants_ids = wants_ids or what == "ids"
-    if mode != "1" and _size(path, start, end) < MIN_BYTES:
+    floor = MIN_BYTES if contract.text_template is None else TEXT_MIN_BYTES
+    if mode != "1" and _size(path, start, end) < floor:
         return None
     try:
         import numpy  # noqa: F401
@@ -205,7 +225,8 @@ def audit_columnar(path: Any, contract: Contract, hook: Any, summary: FileSummar
     cols = _Columns(contract, how, plain, summary, hook)
     line = 0
     try:
-        for piece in pieces(path, start, end, plain.limit):
+        chunk = CHUNK * TEXT_CHUNKS if contract.text_template is not None else None
+        for piece in pieces(path, start, end, plain.limit, chunk):
             if type(piece) is int:
                 line += 1
                 plain.take(line, piece)
@@ -252,8 +273,13 @@ class _Columns:
         paths = [p for p in (contract.ids_field, contract.id_field, contract.where) if p]
         finish = contract.finish_reason if how.finish_check and contract.finish_reason_field else ()
         self.paths = (None if type(count) is tuple and all(len(p) == 1 for p in [*paths, count])
-                      and not how.fields and not finish else
+                      and not how.fields and not finish and contract.text_template is None else
                       _Paths(contract, simdjson.Object, simdjson.Array, how.fields, finish))
+        # A text template: each row's ids are encoded from its texts, a chunk at a time.
+        self.texts: Any = None
+        if contract.text_template is not None:
+            self.tok = contract.tokenizer_object()
+            self.texts = plan_for(contract.text_template, self.tok)
         self.row_fields: list[dict[tuple[str, ...], Any]] = []  # of the rows of the last chunk
         self.row_ids: list[Any] | None = None  # their ids' buffers, when a batch hook reads ids
         self.tokens = tuple(dict.fromkeys(contract.require_once_ids + contract.forbid_ids))
@@ -389,8 +415,11 @@ class _Columns:
                             or id_name is not None and type(rid) is not str and type(rid) is not int):
                         odd.append(row)
                         continue
-                buf = ids.as_buffer(of_type="i")  # raises for a float, null, bool, past int64...
-                size = len(ids)
+                if self.texts is not None:  # the placeholders' texts: encoded below
+                    buf, size = ids, 0
+                else:
+                    buf = ids.as_buffer(of_type="i")  # raises for a float, null, bool, past int64...
+                    size = len(ids)
             except Exception:  # noqa: BLE001 - any id that is not an int64: the per-line path
                 odd.append(row)
                 continue
@@ -405,23 +434,40 @@ class _Columns:
                 known_arrays.append(known)
                 if fields:
                     field_values.append(values)
-        if (brackets - 1 > arrays or paths is not None) and rows:
+        nested: set[int] = set()
+        if self.texts is not None:  # a text holding a special token's string: special_in_text
+            nested = self.specials(bufs, rows)
+        elif (brackets - 1 > arrays or paths is not None) and rows:
             # More "[" than ids arrays: a line may nest a list among its ids, which
             # as_buffer flattens and the per-line path refuses. Those lines are looked at.
             nested = self.nested(cut, n, rows, known_arrays or None)
-            if nested:
-                keep = [i for i, row in enumerate(rows) if row not in nested]
-                rows, bufs, counts, record_ids, n_ids = (
-                    [col[i] for i in keep] for col in (rows, bufs, counts, record_ids, n_ids))
-                if fields:
-                    field_values = [field_values[i] for i in keep]
-                odd = sorted(odd + list(nested))
+        if nested:
+            keep = [i for i, row in enumerate(rows) if row not in nested]
+            rows, bufs, counts, record_ids, n_ids = (
+                [col[i] for i in keep] for col in (rows, bufs, counts, record_ids, n_ids))
+            if fields:
+                field_values = [field_values[i] for i in keep]
+            odd = sorted(odd + list(nested))
+        flat = None
+        if self.texts is not None:  # the rows' texts encoded in one batch
+            encoded = encode_texts(self.tok, self.texts, bufs)
+            n_ids = [len(ids) for ids in encoded]
+            flat = self.np.fromiter(itertools.chain.from_iterable(encoded), self.np.int64, sum(n_ids))
+            bufs = [array("q", ids).tobytes() for ids in encoded] if self.how.ids else []
         if len(good_rows) < n or failed:
             taken = set(good_rows)
             odd = sorted([r for r in range(n) if r not in taken] + odd + failed)
         self.row_fields = field_values
         self.row_ids = bufs if self.how.ids else None
-        return self.fold(cut, n, line0, odd, rows, bufs, counts, record_ids, n_ids, skipped)
+        return self.fold(cut, n, line0, odd, rows, bufs, counts, record_ids, n_ids, skipped, flat)
+
+    def specials(self, texts: list[tuple[str, ...]], rows: list[int]) -> set[int]:
+        """The rows a text of which holds an added token's string (template.rebuild's
+        special_in_text finding): their lines are the per-line path's to word."""
+        added = self.texts.added
+        if added is None or not added.search("\0".join(t for row in texts for t in row)):
+            return set()  # no added token's string holds a NUL: no match spans two texts
+        return {row for row, mine in zip(rows, texts) if any(added.search(t) for t in mine)}
 
     def nested(self, cut: _Cut, n: int, rows: list[int], known: list[int] | None = None
                ) -> set[int]:
@@ -451,10 +497,11 @@ class _Columns:
 
     def fold(self, cut: _Cut, n: int, line0: int, odd: list[int], rows: list[int],
              bufs: list[Any], counts: list[int], record_ids: list[Any], n_ids: list[int],
-             skipped: int) -> int:
+             skipped: int, flat: Any = None) -> int:
         """The chunk's parsed rows through the kernel (kernel.py: checked column-wise, the
         clean ones folded); the odd lines to the per-line path in their place."""
-        flat = self.np.frombuffer(b"".join(bufs), dtype=self.np.int64)
+        if flat is None:
+            flat = self.np.frombuffer(b"".join(bufs), dtype=self.np.int64)
         take, limit = self.plain.take, self.limit
 
         def take_odd(row: int) -> None:
@@ -492,6 +539,9 @@ class _Paths:
         self.finish = finish
         self.ids_field, self.id_field, self.where = (
             contract.ids_field, contract.id_field, contract.where)
+        template = contract.text_template  # its placeholders' texts are read, not the ids
+        self.placeholders = (None if template is None else
+                             [(ph.path, ph.optional) for ph in template.placeholders])
         count = contract.count_field
         if isinstance(count, CountSum):
             self.terms = [(t.path, t.optional, t.negative) for t in count.terms]
@@ -525,7 +575,8 @@ class _Paths:
 
     def read(self, doc: Any) -> Any:
         """(ids, count, id, the "[" known in the line, the field values) of a clean record,
-        SKIP, or None."""
+        SKIP, or None. With a text template, the placeholders' texts in place of the ids
+        (a record that stores ids too is the per-line path's: ids_match_text)."""
         lists: set[tuple[str, ...]] = set()
         get = self.get
         try:
@@ -538,7 +589,19 @@ class _Paths:
                 if not flag:
                     return SKIP
             ids = get(doc, self.ids_field, lists)
-            if type(ids) is not self.array_type:
+            if self.placeholders is not None:
+                if ids is not MISSING:
+                    return None
+                texts = []
+                for path, optional in self.placeholders:
+                    text = get(doc, path, lists)
+                    if type(text) is not str:
+                        if not optional or text is not MISSING and text is not None:
+                            return None  # a schema finding: the per-line path words it
+                        text = ""
+                    texts.append(text)
+                ids = tuple(texts)
+            elif type(ids) is not self.array_type:
                 return None
             total = self.constant
             for path, optional, negative in self.terms:

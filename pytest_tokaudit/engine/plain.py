@@ -171,7 +171,8 @@ def check_batch(
 ) -> None:
     """Every check's hooks on a batch, its findings into the summary and the sink; the
     kernel (kernel.py) adds the counts of `counted` only and hooks `hooked` only."""
-    if contract.text_template is not None and batch:  # ids rebuilt from text, before any check
+    if contract.text_template is not None and batch and counted is None:  # ids from the text
+        # (first; the kernel's rows, `counted` given, had theirs encoded with the chunk)
         found.extend(rebuild(batch, contract))
     for record in batch if counted is None else counted:
         summary.add_counts(record.line, record.id, record.count, record.n_ids)

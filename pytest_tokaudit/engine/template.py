@@ -167,24 +167,34 @@ def rebuild(batch: Sequence[Any], contract: Any) -> list[Finding]:
     plan = plan_for(contract.text_template, tok)
     placeholders = contract.text_template.placeholders
     found: list[Finding] = []
-    batch_texts: list[str] = []  # runs without an added token's string
-    slots: list[list[Any]] = []  # per record, per run: an index into batch_texts, or ids
-    for record in records:
-        texts = record.texts
-        if plan.added is not None:
-            for ph, text in zip(placeholders, texts):
+    if plan.added is not None:
+        for record in records:
+            for ph, text in zip(placeholders, record.texts):
                 m = plan.added.search(text) if text else None
                 if m:
                     found.append(record.finding(
                         "special_in_text",
                         f"{ph.name} holds the special token string {m.group(0)!r} at character "
                         f"{m.start()}: text never becomes a special token (encoded as plain text)"))
+    for record, ids in zip(records, encode_texts(tok, plan, [r.texts for r in records])):
+        record.set_ids(ids)  # its ids, or `rebuilt` beside stored ones
+    return found
+
+
+def encode_texts(tok: Any, plan: Plan, rows: Sequence[Sequence[str]]) -> list[list[int]]:
+    """The ids of each row of placeholder texts: its runs encoded in one batch (a run
+    holding an added token's string, by field_ids), the template's special ids between.
+    The per-line path (rebuild) and the JSONL chunk engine (columnar.py) both call it."""
+    batch_texts: list[str] = []  # runs without an added token's string
+    slots: list[list[Any]] = []  # per row, per run: an index into batch_texts, or ids
+    added = plan.added
+    for texts in rows:
         mine: list[Any] = []
         for run in plan.runs:
             text = "".join(p if isinstance(p, str) else texts[p] for p in run)
             if not text:
                 mine.append(())
-            elif plan.added is not None and plan.added.search(text):
+            elif added is not None and added.search(text):
                 mine.append(field_ids(tok, text, plan))
             else:
                 mine.append(len(batch_texts))
@@ -192,14 +202,15 @@ def rebuild(batch: Sequence[Any], contract: Any) -> list[Finding]:
         slots.append(mine)
     encoded = _encode_runs(tok, batch_texts) if batch_texts else []
     specials = plan.specials
-    for record, mine in zip(records, slots):
+    out = []
+    for mine in slots:
         ids: list[int] = []
         for k, slot in enumerate(mine):
             ids += encoded[slot] if type(slot) is int else slot
             if k < len(specials):
                 ids.append(specials[k])
-        record.set_ids(ids)  # its ids, or `rebuilt` beside stored ones
-    return found
+        out.append(ids)
+    return out
 
 
 def template_text(record: Any, contract: Any, tok: Any) -> str:

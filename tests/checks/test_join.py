@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from conftest import TokProject, assert_no_crash, failure_section, merge, summary_section
+from conftest import TokProject, assert_no_crash, assert_usage_error, failure_section, merge, summary_section
 from wholebill import batch_pair, error_line, tokenizer_copy, write_jsonl
 
 # The merge test judges in this process: numpy (a C extension) is imported at collection, so
@@ -226,8 +226,6 @@ def test_compressed_request_files_are_read_as_plain_ones(pytester: pytest.Pytest
 
 
 def test_request_files_at_a_url_are_a_usage_error_naming_the_key(project: TokProject):
-    from run.test_usage_errors import assert_usage_error
-
     requests, responses = batch_pair(2)
     write_jsonl(project.path / "data/out.jsonl", responses)
     project.ini(**{**BATCH_INI, "tokaudit_requests": "https://example.com/batches/job_input.jsonl"})

@@ -11,21 +11,10 @@ import re
 
 import pytest
 
-from conftest import TokProject, rec
+from conftest import TokProject, assert_usage_error, rec
 
 USAGE = pytest.ExitCode.USAGE_ERROR
 MISSING = "r50k_base: no local copy (nothing is downloaded)"  # no package ships r50k_base
-
-
-def assert_usage_error(result: pytest.RunResult, *messages: str) -> None:
-    """Exit 4 and the message as pytest's one `ERROR:` line; no traceback, no other error."""
-    out, err = result.stdout.str(), result.stderr.str()
-    assert result.ret == USAGE, out + err
-    errors = [line for line in err.splitlines() if line.strip()]
-    assert len(errors) == 1 and errors[0].startswith("ERROR: "), err
-    assert all(m in errors[0] for m in messages), errors[0]
-    assert "Traceback" not in out + err and "INTERNALERROR" not in out + err
-    assert "ERRORS" not in out and not re.search(r"\d+ errors?\b", out), out  # no collect error
 
 
 def block(project: TokProject, *modules: str) -> None:
