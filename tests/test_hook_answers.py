@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import TokProject, assert_no_crash, rec
+from conftest import TokProject, assert_no_crash, failure_section, rec
 
 NO_XDIST = ("-p", "no:xdist")
 
@@ -49,16 +49,35 @@ def hook_project(project: TokProject, hook: str, answer: str) -> None:
     project.jsonl("data/a.jsonl", [rec(i) for i in range(1, 4)])
 
 
+def folder_project(project: TokProject, conftests: dict[str, str], **ini: str) -> None:
+    """One folder of data per case, each with its own conftest.py (whose hooks reach only its
+    own folder's files): every case in one run (a run per case cost most of a second each)."""
+    project.ini(testpaths="data", **ini)
+    for folder, conftest in conftests.items():
+        project.write(f"data/{folder}/conftest.py", conftest)
+        project.jsonl(f"data/{folder}/a.jsonl", [rec(i, provider="api") for i in range(1, 4)])
+
+
+def own_lines(result: pytest.RunResult, folder: str, *words: str) -> list[str]:
+    """The output lines naming `folder`'s data file that hold every one of `words`."""
+    return [line for line in result.stdout.lines
+            if f"data/{folder}/a.jsonl" in line and all(w in line for w in words)]
+
+
+FALSY = ["False", "0", "''", "[]", "()", "[None, False]"]
+
+
 # `return cond and "msg"` answers False (or 0, "", []) for a good record.
-@pytest.mark.parametrize("hook", ["record", "whole_batch", "file"])
-@pytest.mark.parametrize("answer", ["False", "0", "''", "[]", "()", "[None, False]"])
-def test_a_falsy_answer_is_no_finding(pytester: pytest.Pytester, hook: str, answer: str):
+def test_a_falsy_answer_is_no_finding(pytester: pytest.Pytester):
     project = TokProject(pytester, NO_XDIST)
-    hook_project(project, hook, answer)
+    cases = {f"{hook}-{k}": HOOKS[hook].format(answer=answer)
+             for hook in ("record", "whole_batch", "file") for k, answer in enumerate(FALSY)}
+    folder_project(project, cases)
     result = project.run("-rA")
     assert_no_crash(result)
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()
-    assert "PASSED data/a.jsonl::tokaudit" in result.stdout.str()
+    for folder in cases:
+        assert f"PASSED data/{folder}/a.jsonl::tokaudit" in result.stdout.lines, (folder, result.stdout.str())
 
 
 @pytest.mark.parametrize("hook, answer", [
@@ -91,24 +110,29 @@ BAD = [
 ]
 
 
-@pytest.mark.parametrize("hook", ["record", "batch", "file"])
-@pytest.mark.parametrize("answer, shown", BAD, ids=[a for a, _ in BAD])
-def test_an_answer_the_audit_cannot_use_is_an_error_naming_hook_and_value(
-    pytester: pytest.Pytester, hook: str, answer: str, shown: str
-):
-    if hook == "batch" and answer.startswith("Finding("):  # a batch finding names its record
-        answer = _with_line(answer)
+def test_an_answer_the_audit_cannot_use_is_an_error_naming_hook_and_value(pytester: pytest.Pytester):
+    """Every bad answer of every hook, each in a folder of its own: each file fails with its
+    own hook's error naming its value and its conftest.py, and no other folder's."""
+    cases: dict[str, tuple[str, str, str]] = {}
+    for hook in ("record", "batch", "file"):
+        for k, (answer, shown) in enumerate(BAD):
+            if hook == "batch" and answer.startswith("Finding("):  # a batch finding names its record
+                answer = _with_line(answer)
+            cases[f"{hook}-{k}"] = (hook, answer, shown)
     project = TokProject(pytester, NO_XDIST)
-    hook_project(project, hook, answer)
+    folder_project(project, {folder: HOOKS[hook].format(answer=answer)
+                             for folder, (hook, answer, _) in cases.items()})
     result = project.run("-rA")
     assert_no_crash(result)
     assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
     out = result.stdout.str()
-    lines = [line for line in result.stdout.lines if f"pytest_tokaudit_check_{hook} " in line
-             and "returned" in line]
-    assert lines, out
-    assert any(shown in line for line in lines), out
-    assert "conftest.py" in out  # where the hook is
+    assert "PASSED" not in out, out
+    for folder, (hook, answer, shown) in cases.items():
+        lines = own_lines(result, folder, "returned")
+        assert lines, (folder, answer, out)
+        assert all(f"pytest_tokaudit_check_{hook} (in data/{folder}/conftest.py) returned" in line
+                   for line in lines), (folder, lines)  # where the hook is; no other folder's
+        assert any(shown in line for line in lines), (folder, answer, lines)
 
 
 def _with_line(answer: str) -> str:
@@ -192,22 +216,26 @@ def pytest_tokaudit_check_{hook}({args}):
 '''
 
 
-@pytest.mark.parametrize("name", ["ids", "budget", "groups", "unique_text"])
-@pytest.mark.parametrize("hook, args", [("batch", "records, summary"), ("file", "summary")])
 @pytest.mark.parametrize("ini", [{}, {"tokaudit_unique_ids": "true", "tokaudit_group_by": "provider",
-                                      "tokaudit_unique_text": "true", "tokaudit_budget": "1000"}])
-def test_a_channel_named_like_a_built_in_one_is_refused(
-    pytester: pytest.Pytester, name: str, hook: str, args: str, ini: dict
-):
+                                      "tokaudit_unique_text": "true", "tokaudit_budget": "1000"}],
+                         ids=["checks-off", "checks-on"])
+def test_a_channel_named_like_a_built_in_one_is_refused(pytester: pytest.Pytester, ini: dict):
+    """Each built-in channel's name, from a batch and a file hook, each in a folder of its own."""
+    cases = {f"{hook}-{name}": (hook, args, name)
+             for name in ("ids", "budget", "groups", "unique_text")
+             for hook, args in (("batch", "records, summary"), ("file", "summary"))}
     project = TokProject(pytester, NO_XDIST)
-    project.ini(testpaths="data", **ini)
-    project.write("conftest.py", CHANNEL.format(hook=hook, args=args, name=name))
-    project.jsonl("data/a.jsonl", [rec(i, provider="api") for i in range(1, 4)])
+    folder_project(project, {folder: CHANNEL.format(hook=hook, args=args, name=name)
+                             for folder, (hook, args, name) in cases.items()}, **ini)
     result = project.run("-rA")
     assert_no_crash(result)
     assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
-    assert (f"summary.channel({name!r}) is a channel of tokaudit's own built-in checks; "
-            "name yours differently") in result.stdout.str(), result.stdout.str()
+    for folder, (hook, args, name) in cases.items():
+        section = failure_section(result, f"data/{folder}/a.jsonl")
+        assert any(f"summary.channel({name!r}) is a channel of tokaudit's own built-in checks; "
+                   "name yours differently" in line for line in section), (folder, section)
+        assert not any("summary.channel(" in line and f"({name!r})" not in line for line in section), \
+            (folder, section)  # no other folder's hook
 
 
 def test_a_built_in_channel_name_under_xdist_is_no_internal_error(project: TokProject):

@@ -622,15 +622,18 @@ def test_an_unchanged_object_reuses_its_result_and_a_rewritten_one_is_audited(
 
 # -- an object that changes between listing and audit (issue #22, item 3) --------------------
 
-def change_after_listing(bucket: str, key: str, body: bytes) -> str:
-    """A conftest.py that rewrites `key` after the controller listed the bucket (the remote
-    plugin lists in a tryfirst sessionstart), before any worker reads it."""
+def change_after_listing(bucket: str, changes: dict[str, bytes]) -> str:
+    """A conftest.py that rewrites each key of `changes` after the controller listed the
+    bucket (the remote plugin lists in a tryfirst sessionstart), before any worker reads it."""
+    puts = "".join(
+        f"        client.put_object(Bucket={bucket!r}, Key={key!r}, Body=bytes.fromhex({body.hex()!r}))\n"
+        for key, body in changes.items())
     return (
         "import boto3, os\n"
         "def pytest_sessionstart(session):\n"
         "    if not hasattr(session.config, 'workerinput'):\n"
         "        client = boto3.client('s3', endpoint_url=os.environ['FSSPEC_S3_ENDPOINT_URL'])\n"
-        f"        client.put_object(Bucket={bucket!r}, Key={key!r}, Body=bytes.fromhex({body.hex()!r}))\n"
+        + puts
     )
 
 
@@ -645,66 +648,69 @@ def parquet(records: list, tmp_path: Path) -> bytes:
 
 
 CHANGES = {
-    # name: (key, before, after) as functions of tmp_path
-    "grows-by-a-bad-record": ("data/a.jsonl", lambda t: jsonl([rec(i) for i in range(1, 6)]),
-                              lambda t: jsonl([rec(i) for i in range(1, 6)] + [rec(6, billed=30)])),
-    "grows-by-good-records": ("data/a.jsonl", lambda t: jsonl([rec(i) for i in range(1, 6)]),
-                              lambda t: jsonl([rec(i) for i in range(1, 9)])),
-    "shrinks": ("data/a.jsonl", lambda t: jsonl([rec(i) for i in range(1, 9)]),
-                lambda t: jsonl([rec(i) for i in range(1, 3)])),
-    "same-size-new-version": ("data/a.jsonl", lambda t: jsonl([rec(i) for i in range(1, 6)]),
-                              lambda t: jsonl([rec(i) for i in range(5, 10)])),
-    "sharded-grows": ("data/big.jsonl", lambda t: jsonl([rec(i) for i in range(1, 41)]),
-                      lambda t: jsonl([rec(i) for i in range(1, 41)] + [rec(41, billed=30)])),
-    "parquet-grows": ("data/c.parquet", lambda t: parquet([rec(i) for i in range(1, 9)], t),
-                      lambda t: parquet([rec(i) for i in range(1, 9)] + [rec(9, billed=30)], t)),
+    # name: (file name, before, after, its verdict once audited to the end) as functions of tmp_path
+    "grows-by-a-bad-record": ("a.jsonl", lambda t: jsonl([rec(i) for i in range(1, 6)]),
+                              lambda t: jsonl([rec(i) for i in range(1, 6)] + [rec(6, billed=30)]), "FAILED"),
+    "grows-by-good-records": ("a.jsonl", lambda t: jsonl([rec(i) for i in range(1, 6)]),
+                              lambda t: jsonl([rec(i) for i in range(1, 9)]), "PASSED"),
+    "shrinks": ("a.jsonl", lambda t: jsonl([rec(i) for i in range(1, 9)]),
+                lambda t: jsonl([rec(i) for i in range(1, 3)]), "PASSED"),
+    "same-size-new-version": ("a.jsonl", lambda t: jsonl([rec(i) for i in range(1, 6)]),
+                              lambda t: jsonl([rec(i) for i in range(5, 10)]), "PASSED"),
+    "sharded-grows": ("big.jsonl", lambda t: jsonl([rec(i) for i in range(1, 41)]),
+                      lambda t: jsonl([rec(i) for i in range(1, 41)] + [rec(41, billed=30)]), "FAILED"),
+    "parquet-grows": ("c.parquet", lambda t: parquet([rec(i) for i in range(1, 9)], t),
+                      lambda t: parquet([rec(i) for i in range(1, 9)] + [rec(9, billed=30)], t), "FAILED"),
 }
 
 
-# grows-by-good-records takes grows-by-a-bad-record's path (the size grew) and is green on
-# the second run: in full.
-@pytest.mark.parametrize("change", [
-    pytest.param(c, marks=pytest.mark.full) if c == "grows-by-good-records" else c
-    for c in sorted(CHANGES)])
-def test_an_object_changed_after_listing_fails_saying_so(
-    one: TokProject, s3: S3, bucket: str, tmp_path: Path, change: str
-):
+def test_an_object_changed_after_listing_fails_saying_so(one: TokProject, s3: S3, bucket: str, tmp_path: Path):
     """The object is read as it is now, not up to the listed size: it fails saying it
     changed since it was listed, and the run is partial (never a green over bytes the
-    audit did not see, never "audited to the end")."""
-    key, before, after = CHANGES[change]
-    s3.put(bucket, key, before(tmp_path))
+    audit did not see, never "audited to the end"). Every kind of change in one run, each
+    object its own item in a folder of its own (a run per kind cost seconds each)."""
+    urls, after = {}, {}
+    for change, (name, before, later, _) in CHANGES.items():
+        key = f"data/{change}/{name}"
+        s3.put(bucket, key, before(tmp_path))
+        after[key] = later(tmp_path)
+        urls[change] = f"s3://{bucket}/{key}"
     s3.put(bucket, "data/other.jsonl", jsonl([rec(100)]))
-    one.write("conftest.py", change_after_listing(bucket, key, after(tmp_path)))
+    one.write("conftest.py", change_after_listing(bucket, after))
     one.ini(tokaudit_shard_size=800)
     result = one.run("-rA", paths=(f"s3://{bucket}/data/",))
     assert_clean(result)
     assert result.ret == FAILED, result.stdout.str()
-    url = f"s3://{bucket}/{key}"
     text = result.stdout.str()
-    titles = [t for t in re.findall(r"^_+ tokaudit: (.+?) _+$", text, re.M) if t.startswith(url)]
-    assert titles, text
-    for title in titles:
-        section = failure_sections(result, f"tokaudit: {title}")[0]
-        assert "changed after it was listed (" in section[0], section  # the headline
-        assert any(re.match(r"(\S+: )?read: changed after it was listed \(.*\): "
-                            r"run the audit again", line) for line in section), section
+    found = re.findall(r"^_+ tokaudit: (.+?) _+$", text, re.M)
+    for change, url in urls.items():
+        titles = [t for t in found if t.startswith(url)]
+        assert titles, (change, text)
+        for title in titles:
+            section = failure_sections(result, f"tokaudit: {title}")[0]
+            assert "changed after it was listed (" in section[0], (change, section)  # the headline
+            assert any(re.match(r"(\S+: )?read: changed after it was listed \(.*\): "
+                                r"run the audit again", line) for line in section), (change, section)
     assert f"PASSED s3://{bucket}/data/other.jsonl::tokaudit" in text
-    result.stdout.fnmatch_lines([f"SKIPPED [[]1[]] pytest.ini: partial run: 1 data file did not finish*{url}"])
+    result.stdout.fnmatch_lines([f"SKIPPED [[]1[]] pytest.ini: partial run: {len(CHANGES)} data files did not finish*"])
     # Run again: listed as it is now, audited to the end, judged on its bytes.
     one.write("conftest.py", "")
     again = one.run("-rA", paths=(f"s3://{bucket}/data/",))
     assert_clean(again)
     assert "changed after it was listed" not in again.stdout.str()
-    bad = change in ("grows-by-a-bad-record", "sharded-grows", "parquet-grows")
-    assert again.ret == (FAILED if bad else OK), again.stdout.str()
+    assert again.ret == FAILED, again.stdout.str()
+    for change, url in urls.items():
+        verdict = CHANGES[change][3]  # a file or, sharded, its whole
+        assert re.search(rf"^{verdict} {re.escape(url)}::tokaudit(\[file\])?( |$)", again.stdout.str(), re.M), \
+            (change, again.stdout.str())
 
 
 def test_a_sharded_object_changed_after_listing_under_xdist(project: TokProject, s3: S3, bucket: str):
     """The workers read what the controller listed: each shard notices the change."""
-    key, before, after = CHANGES["sharded-grows"]
+    name, before, after, _ = CHANGES["sharded-grows"]
+    key = f"data/{name}"
     s3.put(bucket, key, before(None))
-    project.write("conftest.py", change_after_listing(bucket, key, after(None)))
+    project.write("conftest.py", change_after_listing(bucket, {key: after(None)}))
     project.ini(tokaudit_shard_size=800)
     result = project.run("-rA", paths=(f"s3://{bucket}/data/",))
     assert_clean(result)
