@@ -54,7 +54,8 @@ class GroupCheck:
         paths = [tuple(f.split(".")) for f in contract.group_by]
         channel = writable(summary).channel(CHANNEL)
         index = {tuple(entry[0]): entry for entry in channel}
-        figures = writable(summary).group_figures  # the HTML report's plots per group
+        # the HTML report's plots per group, when an output draws them
+        figures = writable(summary).group_figures if writable(summary).plotted else None
         finish = contract.finish_reason_field
         for r in records:
             key = tuple(_value(r, p) for p in paths)
@@ -66,6 +67,8 @@ class GroupCheck:
             entry[2] += r.count
             entry[3] += r.n_ids
             entry[4] += abs(r.n_ids - r.count)
+            if figures is None:
+                continue
             fig = figures.get(key)
             fig.add(r.line, r.id, r.count, r.n_ids)
             if finish:

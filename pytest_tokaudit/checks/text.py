@@ -73,7 +73,7 @@ class FinishReasonCheck:
         tokaudit_group_by: the records' fields are read then anyway); and records that cannot
         be checked still say why the API stopped (null content cut at max_tokens is both a
         schema finding and this one)."""
-        if _tallied(contract):
+        if _tallied(contract) and writable(summary).plotted:
             figures = writable(summary).figures
             for record in records:
                 value = field_of(record, contract.finish_reason_field)

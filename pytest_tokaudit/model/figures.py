@@ -176,6 +176,15 @@ class Figures:
             e[1] -= offset
 
     def merge(self, other: Figures) -> None:
+        self.merge_counts(other)
+        for e in other.sample:
+            if e[0] < self.cut:
+                self.offer(list(e))
+        for e in other.tail:
+            self.offer_tail(list(e))
+
+    def merge_counts(self, other: Figures) -> None:
+        """`other`'s histograms and finish reasons added to these (not its sample or tail)."""
         for mine, theirs in ((self.diff, other.diff), (self.length, other.length),
                              (self.rt, other.rt)):
             for i, n in enumerate(theirs):
@@ -183,11 +192,6 @@ class Figures:
                     mine[i] += n
         for reason, n in other.finish.items():
             self.finish[reason] = self.finish.get(reason, 0) + n
-        for e in other.sample:
-            if e[0] < self.cut:
-                self.offer(list(e))
-        for e in other.tail:
-            self.offer_tail(list(e))
 
     def to_json(self) -> dict[str, Any]:
         return {"bins": SCHEME, "diff": _sparse(self.diff), "length": _sparse(self.length),

@@ -191,7 +191,6 @@ class Report:
 
     name: str  # the path as given, for messages
     contract: Contract
-    contract_json: dict[str, str]
     files: list[FileSummary]
     partial: str | None
     metrics: dict[str, dict[str, float]]  # file path -> METRICS figures
@@ -269,7 +268,7 @@ def validate(data: Any, name: str, ids: bool = True) -> Report:
     if digests is not None and not (isinstance(digests, dict) and all(
             isinstance(k, str) and isinstance(d, str) for k, d in digests.items())):
         v.fail("contract_files", "an object of digests by key", digests)
-    return Report(name, contract, data["contract"], files, partial, metrics, coverage, digests)
+    return Report(name, contract, files, partial, metrics, coverage, digests)
 
 
 def _coverage_ok(cov: Any) -> bool:

@@ -135,6 +135,9 @@ class FileSummary:
     # outliers of the file, and of each group with tokaudit_group_by.
     figures: Figures = field(default_factory=Figures)
     group_figures: GroupFigures = field(default_factory=GroupFigures)
+    # Whether the audit computed them: not when no output draws them (run/keys.FIGURES);
+    # such a summary never stands in for one that must (run/cache.reuse).
+    plotted: bool = True
     # The id field the file was audited with (its own contract's, after any
     # pytest_tokaudit_contract hook), dotted; "" when its records have no id. Every view
     # labels the file's ids with it. None: a report from before it was kept.
@@ -162,7 +165,10 @@ class FileSummary:
         self.checked += 1
         self.billed += billed
         self.counted += counted
-        diff = self.figures.add(line, record_id, billed, counted)  # |billed - counted|
+        if self.plotted:
+            diff = self.figures.add(line, record_id, billed, counted)  # |billed - counted|
+        else:
+            diff = billed - counted if billed >= counted else counted - billed
         self.absdiff += diff
         if diff > self.max_absdiff:
             self.max_absdiff = diff
@@ -219,7 +225,8 @@ class FileSummary:
 
     def add_roundtrip(self, ratio: float) -> None:
         self.rt_checked += 1
-        self.figures.rt[rt_bin(ratio)] += 1
+        if self.plotted:
+            self.figures.rt[rt_bin(ratio)] += 1
         if ratio:
             self.rt_changed += 1
             self.rt_ratio_sum += ratio
@@ -356,6 +363,7 @@ class FileSummary:
             self.channels.setdefault(name, []).extend(values)
         self.read_error = self.read_error or other.read_error
         self.cached = self.cached and other.cached
+        self.plotted = self.plotted and other.plotted
         self.shard, self.shards = None, 1
 
     # -- travel --------------------------------------------------------------------------
@@ -365,6 +373,8 @@ class FileSummary:
             data[name] = [f.to_json() for f in getattr(self, name)]
         data["figures"] = self.figures.to_json()
         data["group_figures"] = self.group_figures.to_json()
+        if self.plotted:  # said only when not: reports and entries as before
+            del data["plotted"]
         try:
             return orjson.dumps(data).decode()
         except TypeError:  # a sum past 64 bits (two counts near 2**64): Python ints hold it

@@ -13,6 +13,8 @@ from types import ModuleType
 
 import pytest
 
+from ..run.keys import FIGURES
+
 # In the order their terminal lines appear.
 OUTPUTS = ("terminal", "jsonreport", "progress", "failures", "github", "markdown", "html")
 
@@ -37,6 +39,10 @@ def path_options() -> list[tuple[str, str]]:
 
 
 def configure(config: pytest.Config) -> None:
-    """With the audit on, after the controller: each output registers what it needs."""
+    """With the audit on, after the controller: each output registers what it needs, and
+    whether it draws the figures (its `draws(config)`, if any): if none does, the audits
+    skip them (run/keys.FIGURES)."""
     for module in modules():
         module.configure(config)
+    config.stash[FIGURES] = any(module.draws(config) for module in modules()
+                                if hasattr(module, "draws"))

@@ -15,6 +15,7 @@ import base64
 import hashlib
 import heapq
 import json
+import os
 import zlib
 from importlib.resources import files
 from pathlib import Path
@@ -100,13 +101,7 @@ def combined(parts: Iterable[tuple[str, Figures]]) -> tuple[Figures, list[list[A
     total = Figures(0)
     pool: list[list[Any]] = []
     for path, fig in parts:
-        for name in ("diff", "length", "rt"):
-            mine = getattr(total, name)
-            for i, n in enumerate(getattr(fig, name)):
-                if n:
-                    mine[i] += n
-        for reason, n in fig.finish.items():
-            total.finish[reason] = total.finish.get(reason, 0) + n
+        total.merge_counts(fig)
         # files share priorities (a hash of the line): mixed with the path's, so the page
         # draws different lines of different files
         mix = zlib.crc32(path.encode("utf-8", "surrogatepass"))
@@ -306,13 +301,7 @@ def folder_contracts(files: Sequence[FileSummary]) -> list[list[str]]:
             by_own.setdefault(tuple(sorted(s.contract.items())), []).append(s.path)
     rows = []
     for own, paths in by_own.items():
-        parts = [p.split("/")[:-1] for p in paths]
-        common = parts[0]
-        for other in parts[1:]:
-            n = 0
-            while n < min(len(common), len(other)) and common[n] == other[n]:
-                n += 1
-            common = common[:n]
+        common = os.path.commonprefix([p.split("/")[:-1] for p in paths])  # of folder names
         folder = "/".join(common) + "/" if common else (paths[0] if len(paths) == 1 else "./")
         rows += [[folder, key, value] for key, value in own]
     return sorted(rows)
@@ -734,6 +723,12 @@ def add_options(parser: pytest.Parser, group: pytest.OptionGroup) -> None:
         "--tokaudit-html", metavar="PATH", default=None,
         help="write the audit as one self-contained HTML page with plots to PATH",
     )
+
+
+def draws(config: pytest.Config) -> bool:
+    """Whether this run draws plots: the page, or pytest-html's report."""
+    return bool(config.getoption("tokaudit_html") or (
+        config.pluginmanager.hasplugin("html") and config.getoption("htmlpath", None)))
 
 
 def configure(config: pytest.Config) -> None:

@@ -48,6 +48,11 @@ def add_options(parser: pytest.Parser, group: pytest.OptionGroup) -> None:
     )
 
 
+def draws(config: pytest.Config) -> bool:
+    """The report carries the figures: `merge` draws the HTML page from reports."""
+    return bool(config.getoption("tokaudit_json"))
+
+
 def configure(config: pytest.Config) -> None:
     path = config.getoption("tokaudit_json")
     if path and not hasattr(config, "workerinput"):

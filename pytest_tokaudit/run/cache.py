@@ -27,7 +27,8 @@ An entry is keyed by everything the item's summary depends on, each part checked
 - the item itself: its path, shard and byte range or row groups.
 
 The value is the item's FileSummary JSON *before* the per-file checks, which run again on
-every hit (they read the summary only, and follow a changed baseline). An entry is one
+every hit (they read the summary only, and follow a changed baseline); a summary whose
+audit skipped the figures (no output drew them) is a miss for a run that draws. An entry is one
 file, written to a temporary name and moved into place (``os.replace``), holding its own
 key and a digest of its summary: an entry that is corrupt, half written, from another
 version or for another key is a miss, never trusted. Two processes writing the same entry
@@ -47,7 +48,6 @@ from typing import Any, Callable
 import orjson
 import pytest
 
-from .. import __version__
 from ..base.atomic import replacing
 from ..base.formats import source_of
 from ..base.urls import is_url
@@ -73,21 +73,6 @@ STORE = pytest.StashKey["Store | None"]()
 
 # Hooks that run inside an item's audit. Per-file hooks are not keyed: they run on every hit.
 AUDIT_HOOKS = ("pytest_tokaudit_check_record", "pytest_tokaudit_check_batch")
-
-
-_CODE: str | None = None
-
-
-def code_digest() -> str:
-    """This plugin's version and source: an edited checkout is another version."""
-    global _CODE
-    if _CODE is None:
-        h = hashlib.sha256(__version__.encode())
-        package = Path(__file__).parent.parent  # every layer's source, not this folder's
-        for src in sorted(package.rglob("*.py")):
-            h.update(src.relative_to(package).as_posix().encode() + b"\0" + src.read_bytes())
-        _CODE = h.hexdigest()
-    return _CODE
 
 
 _VERSIONS: dict[str, str] = {}
@@ -427,21 +412,27 @@ def entry_for(item: Any) -> Entry | None:
         "hooks": hook_set(item.ihook, config.rootpath),
         "loaded": base.digest,
         "inputs": inputs_for(config).key,
-        "code": code_digest(),
+        "code": base.code,
         "python": list(sys.version_info[:2]),
-        "libraries": _versions("orjson", *(("pyarrow",) if kind.kind == "arrow" else ())),
+        "libraries": {name: base.prints.env.version(name)
+                      for name in ("orjson", *(("pyarrow",) if kind.kind == "arrow" else ()))},
     }
     return Entry(store, key, state, before, item)
 
 
-def reuse(entry: Entry | None, records_needed: bool = False) -> FileSummary | None:
+def reuse(entry: Entry | None, records_needed: bool = False,
+          figures_needed: bool = True) -> FileSummary | None:
     """The cached summary of an item, if it may stand for an audit. Not when every finding
     at a record is needed (--tokaudit-failures) and the entry had some: it does not hold
-    them, so such an item is audited again."""
+    them, so such an item is audited again. Nor when the figures are needed (an output
+    draws them) and the entry's audit skipped them; its audit again stores them, and an
+    entry with figures serves a run that does not draw."""
     summary = entry.load() if entry is not None else None
     if summary is None:
         return None
     if records_needed and summary.findings > len(summary.file_findings):
+        return None
+    if figures_needed and not summary.plotted:
         return None
     return summary
 

@@ -42,7 +42,7 @@ from .cache import entry_for, reuse
 from .compat import failure_repr, teardown_towards, xdist_hands_out_units
 from .config import CONTRACT, CollectUsageError, file_contract
 from .engines import ENGINE, EngineError, Result, Task
-from .keys import METER, SINK
+from .keys import FIGURES, METER, SINK
 
 # The controller's judge of a deferred item (registered where config.workerinput is absent).
 JUDGE = pytest.StashKey[Callable[["DeferredItem"], None]]()
@@ -400,7 +400,8 @@ class AuditItem(TokauditItem):
 
     def new_summary(self) -> FileSummary:
         """The empty summary its pass fills."""
-        summary = new_summary(self.contract, self.display, self.config.stash[CONTRACT])
+        summary = new_summary(self.contract, self.display, self.config.stash[CONTRACT],
+                              figures=self.config.stash.get(FIGURES, True))
         if self.shard:
             summary.shard, summary.shards = self.shard
             summary.start = self.byte_range[0]
@@ -409,11 +410,13 @@ class AuditItem(TokauditItem):
     def cached(self) -> FileSummary | None:
         """Its summary from the cache, or None (the cache is off or has no entry). Not under
         --tokaudit-failures when the entry has findings at records: that file lists every
-        bad record, which the entry does not hold."""
+        bad record, which the entry does not hold; nor one without figures when the run
+        draws them."""
         if self.entry is False:
             self.entry = entry_for(self)  # None: the cache is off, or cannot key this item
         return reuse(self.entry, records_needed=SINK in self.stash
-                     or bool(self.config.getoption("tokaudit_failures", None)))
+                     or bool(self.config.getoption("tokaudit_failures", None)),
+                     figures_needed=self.config.stash.get(FIGURES, True))
 
     def task(self) -> Task:
         """This item's audit, for another engine."""

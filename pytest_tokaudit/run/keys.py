@@ -19,3 +19,7 @@ RESULT = pytest.StashKey["RunResult"]()
 # --tokaudit-failures); the item hands them to its pass.
 METER = pytest.StashKey["Meter"]()
 SINK = pytest.StashKey["Sink"]()
+
+# Whether this run's audits compute the HTML report's figures (FileSummary.plotted): true
+# when an output draws them (outputs.configure asks each), the same on every xdist worker.
+FIGURES = pytest.StashKey[bool]()

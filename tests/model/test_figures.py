@@ -109,7 +109,7 @@ def test_groups_beyond_the_cap_share_one_bucket():
 
 def test_the_columnar_fold_is_the_per_line_twin():
     np = pytest.importorskip("numpy")
-    from pytest_tokaudit.engine.columnar import fold_figures
+    from pytest_tokaudit.engine.kernel import fold_figures
 
     recs = records(3000, seed=3)
     one = F.Figures()

@@ -30,14 +30,26 @@ def audit_to_json(pytester: pytest.Pytester, name: str, *args: str, paths=("data
     return json.loads((pytester.path / name).read_text())
 
 
+# The report project's files (ini, data, base.json) by relative path, once audited.
+_REPORT_PROJECT: dict[str, bytes] = {}
+
+
 @pytest.fixture
 def report(pytester: pytest.Pytester) -> dict:
-    """A report of two files (one with a finding), its contract keeping ids."""
-    TokProject(pytester, ()).ini(tokaudit_unique_ids="true", tokaudit_count_mean_rel="")
-    project = TokProject(pytester, ())
-    project.jsonl("data/a.jsonl", [rec(1, 10), rec(2, 10, 30)])
-    project.jsonl("data/b.jsonl", [rec(3, 10)])
-    return audit_to_json(pytester, "base.json")
+    """A report of two files (one with a finding), its contract keeping ids. The audit runs
+    once per process (46 tests read it); later tests get a copy of its project's files."""
+    if not _REPORT_PROJECT:
+        project = TokProject(pytester, ())
+        project.ini(tokaudit_unique_ids="true", tokaudit_count_mean_rel="")
+        project.jsonl("data/a.jsonl", [rec(1, 10), rec(2, 10, 30)])
+        project.jsonl("data/b.jsonl", [rec(3, 10)])
+        audit_to_json(pytester, "base.json")
+        for rel in ("pytest.ini", "data/a.jsonl", "data/b.jsonl", "base.json"):
+            _REPORT_PROJECT[rel] = (pytester.path / rel).read_bytes()
+    else:
+        for rel, data in _REPORT_PROJECT.items():
+            TokProject(pytester, ()).write(rel, data)
+    return json.loads(_REPORT_PROJECT["base.json"])
 
 
 def save(pytester: pytest.Pytester, name: str, data: Any) -> str:
