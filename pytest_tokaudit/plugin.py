@@ -8,15 +8,10 @@ from __future__ import annotations
 import pytest
 
 from . import outputs
+from .hookspec_entry import pytest_addhooks  # noqa: F401 - the tokaudit-hooks entry point's too
 from .model.contract import KEYS, add_ini_keys
 
 SWITCH = "tokaudit"  # the ini switch: `tokaudit = true` turns the audit on
-
-
-def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
-    from . import hookspecs
-
-    hookspecs.register(pluginmanager)  # also declared by the tokaudit-hooks entry point
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -121,11 +116,6 @@ def pytest_configure(config: pytest.Config) -> None:
     configure_remote(config)
 
 
-def known_keys() -> list[str]:
-    """Every ini key of the plugin: the contract's, the switch, the outputs' own."""
-    return [*(k.name for k in KEYS), SWITCH, *outputs.ini_keys()]
-
-
 def check_key_names(config: pytest.Config) -> None:
     """A misspelt tokaudit_* key is a usage error naming the closest known key, in every
     run: pytest would only warn at the end of collection, after an audit run with the
@@ -141,7 +131,7 @@ def check_key_names(config: pytest.Config) -> None:
     given = [(item.split("=", 1)[0].strip(), "-o")  # first: pytest 9 puts them in the ini's keys
              for item in config.getoption("override_ini", None) or [] if "=" in item]
     given += [(k, where) for k in ini_file_keys(config)]
-    known = known_keys()
+    known = [*(k.name for k in KEYS), SWITCH, *outputs.ini_keys()]  # the contract's, the outputs'
     for key, origin in given:
         if not key.startswith(SWITCH) or key in known:
             continue
@@ -191,13 +181,8 @@ def configure_engine(config: pytest.Config) -> None:
     from .run.config import CONTRACT
     from .run.engines import ENGINE, ENGINES
 
-    contract = config.stash[CONTRACT]
-    name = contract.engine
+    name = config.stash[CONTRACT].engine  # one of ENGINES: the contract checked it
     key = "--tokaudit-engine" if config.getoption("tokaudit_engine") else "tokaudit_engine"
-    if name not in ENGINES:
-        origin = contract.sources.get("tokaudit_engine", ("", key))[1]
-        raise pytest.UsageError(f"tokaudit_engine ({origin}): expected one of "
-                                f"{', '.join(ENGINES)}, got {name!r}")
     module = ENGINES[name]
     if module is None or hasattr(config, "workerinput"):
         return

@@ -14,6 +14,7 @@ import dataclasses
 import functools
 import re
 import shlex
+import sys
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -22,9 +23,9 @@ from ..base.formats import default_glob
 from ..base.urls import display_url, is_url
 from ..tokenizers.hf import load_tokenizer, resolve_tokens
 from .rules import mean_within
-from .values import (MAX_SHOWN, Allowance, ContractError, fmt_rel, is_token_id, parse_allowance,
-    parse_bool, parse_cache_inputs, parse_count, parse_count_field, parse_engine, parse_field,
-    parse_fields, parse_mean_abs, parse_optional_count, parse_optional_limit,
+from .values import (MAX_SHOWN, WORDS, Allowance, ContractError, fmt_rel, is_token_id,
+    parse_allowance, parse_bool, parse_cache_inputs, parse_count, parse_count_field, parse_engine,
+    parse_field, parse_fields, parse_mean_abs, parse_optional_count, parse_optional_limit,
     parse_optional_price, parse_optional_price_total, parse_optional_rel, parse_optional_template,
     parse_path, parse_patterns, parse_rel, parse_required_field, parse_shard_size, parse_tokens,
     parse_words)
@@ -44,7 +45,7 @@ class Key:
 
     EXPECTS = {
         "bool": "expected true or false",
-        "args": "expected words separated by spaces, or a list of strings",
+        "args": WORDS,
         "int": "expected a whole number",
         "int?": "expected a whole number or a text",
         "float": "expected a number or a text like 2%",
@@ -83,11 +84,14 @@ class Key:
 
 @functools.cache
 def _pytest_version() -> tuple[int, ...]:
-    """The installed pytest's (major, minor), read from its metadata: this module is below
-    the layers that import pytest (the public API runs without it)."""
-    from importlib.metadata import version
+    """The running pytest's (major, minor): this module is below the layers that import
+    pytest (the public API runs without it), so from the loaded module, else its metadata."""
+    text = getattr(sys.modules.get("pytest"), "__version__", None)
+    if not isinstance(text, str):
+        from importlib.metadata import version
 
-    return tuple(int(p) for p in re.findall(r"[0-9]+", version("pytest"))[:2])
+        text = version("pytest")
+    return tuple(int(p) for p in re.findall(r"[0-9]+", text)[:2])
 
 
 def ini_type(kind: str) -> Any:

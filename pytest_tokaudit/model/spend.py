@@ -16,7 +16,6 @@ the first row whose fields all match, else the `tokaudit_price_*_per_mtok` keys.
 
 from __future__ import annotations
 
-import csv
 import functools
 import os
 from dataclasses import dataclass
@@ -98,6 +97,8 @@ def _load(path: str, size: int, mtime: int) -> PriceTable:
         if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
             raise PriceError(f"tokaudit_prices: {path} has no [[price]] tables")
     else:
+        import csv  # here: a run without a CSV price table does not import it (start-up)
+
         with open(path, newline="", encoding="utf-8") as fh:
             rows = list(csv.DictReader(fh))
     fields = tuple(dict.fromkeys(k for r in rows for k in r if k not in PRICE_COLUMNS))
@@ -177,7 +178,7 @@ def amount(value: float | None) -> str:
     return f"${value:,.2f}" if value >= 1 or value == 0 else f"${value:.4f}"
 
 
-def lines(result: dict[str, Any], group_label: Any = None) -> list[str]:
+def lines(result: dict[str, Any]) -> list[str]:
     """The spend as text lines (terminal, Markdown): by component, then by group."""
     comps = result["components"]
     parts = [f"{name.replace('_', ' ')} {comps[name]['tokens']:,} tokens {amount(comps[name]['cost'])}"

@@ -75,7 +75,6 @@ class Controller:
         self.lastfailed: dict[str, Any] = {}
         self.unjudged: set[str] = set()  # deferred node ids skipped as partial
         self._coverage: Coverage | None = None
-        self.write_error: str | None = None
         self.keep_ids = bool(config and config.getoption("tokaudit_json"))
 
     # -- what was collected and selected ------------------------------------------------

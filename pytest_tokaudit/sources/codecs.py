@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import functools
 import gzip
-import zlib
 from typing import BinaryIO, Iterator
 
 from .base import ReadError
@@ -16,12 +16,29 @@ BUFFER = 1 << 20
 ZSTD_FEED = 1 << 10
 
 
-def zstd_chunks(fh: BinaryIO, size: int) -> Iterator[bytes]:
-    """Decompressed data of back-to-back zstd frames; notices truncation and corruption.
+def gathered(pieces: Iterator[bytes], size: int) -> Iterator[bytes]:
+    """`pieces` joined into chunks of about `size`; whatever came before an error is
+    yielded first, then the error raised (the lines before a corrupt part are audited)."""
+    out: list[bytes] = []
+    held = 0
+    try:
+        for piece in pieces:
+            out.append(piece)
+            held += len(piece)
+            if held >= size:
+                yield b"".join(out)
+                out, held = [], 0
+    except Exception:
+        if out:
+            yield b"".join(out)
+        raise
+    if out:
+        yield b"".join(out)
 
-    Whatever inflated before an error is yielded first, so the lines of a good frame
-    followed by garbage or a corrupt frame are still audited.
-    """
+
+def zstd_pieces(fh: BinaryIO) -> Iterator[bytes]:
+    """Decompressed data of back-to-back zstd frames, as it comes; notices truncation and
+    corruption."""
     try:
         import zstandard
     except ImportError:
@@ -30,8 +47,6 @@ def zstd_chunks(fh: BinaryIO, size: int) -> Iterator[bytes]:
         ) from None
     new = zstandard.ZstdDecompressor().decompressobj
     obj = None  # None between frames
-    out: list[bytes] = []
-    held = 0
     while block := fh.read(BUFFER):
         for at in range(0, len(block), ZSTD_FEED):
             data = block[at : at + ZSTD_FEED]
@@ -41,51 +56,22 @@ def zstd_chunks(fh: BinaryIO, size: int) -> Iterator[bytes]:
                 try:
                     piece = obj.decompress(data)
                 except zstandard.ZstdError as exc:
-                    if out:
-                        yield b"".join(out)
                     raise ReadError(f"corrupt zstd data: {exc}") from None
                 data = b""
                 if obj.eof:  # a file may hold several frames back to back
                     data, obj = obj.unused_data, None
                 if piece:
-                    out.append(piece)
-                    held += len(piece)
-            if held >= size:
-                yield b"".join(out)
-                out, held = [], 0
-    if out:
-        yield b"".join(out)
+                    yield piece
     if obj is not None:
         raise EOFError("compressed data ends before the end of the zstd frame")
 
 
-def gzip_chunks(gz: gzip.GzipFile, size: int) -> Iterator[bytes]:
-    """Inflated data in chunks of about `size`, gathered from read1 steps (~8 KiB of input
-    each, so the data before an error is kept: it is yielded before the error is raised)."""
-    out: list[bytes] = []
-    held = 0
-    while True:
-        try:
-            piece = gz.read1(size)
-        except (EOFError, OSError, zlib.error):
-            if out:
-                yield b"".join(out)
-            raise
-        if not piece:
-            break
-        out.append(piece)
-        held += len(piece)
-        if held >= size:
-            yield b"".join(out)
-            out, held = [], 0
-    if out:
-        yield b"".join(out)
-
-
 def inflate(fh: BinaryIO, name: str, size: int) -> Iterator[bytes]:
-    """The inflated bytes of a .gz or .zst stream (by its name), in chunks of about `size`."""
+    """The inflated bytes of a .gz or .zst stream (by its name), in chunks of about `size`;
+    whatever inflated before an error first (see gathered): gzip's read1 steps take ~8 KiB
+    of input each."""
     if name.endswith(".gz"):
         with gzip.GzipFile(fileobj=fh) as gz:
-            yield from gzip_chunks(gz, size)
+            yield from gathered(iter(functools.partial(gz.read1, size), b""), size)
     else:
-        yield from zstd_chunks(fh, size)
+        yield from gathered(zstd_pieces(fh), size)

@@ -10,7 +10,6 @@ neither.
 from __future__ import annotations
 
 import contextlib
-import difflib
 import functools
 import json
 import logging
@@ -438,6 +437,8 @@ def _resolve_one(tok: Any, spec: str | int, key: str) -> int:
     if len(ids) == 1 and _decode(tok, ids) == spec:
         return int(ids[0])
     special = sorted(set(added) | set(tok.all_special_tokens))
+    import difflib  # here: only an unknown token's message needs it (start-up)
+
     close = difflib.get_close_matches(spec, special, n=5, cutoff=0.5)
     hint = (f"closest special tokens: {', '.join(map(repr, close))}" if close
             else f"it is not a single token, and no special token is close; "

@@ -18,7 +18,6 @@ sha256 must be the one tiktoken expects.
 from __future__ import annotations
 
 import base64
-import gzip
 import hashlib
 import importlib.util
 import os
@@ -94,7 +93,11 @@ def _known(name: str) -> dict[str, Any]:
 
 def read_bytes(path: Path) -> bytes:
     data = path.read_bytes()
-    return gzip.decompress(data) if path.suffix == ".gz" else data
+    if path.suffix != ".gz":
+        return data
+    import gzip  # here: a run without a gzipped rank file does not import it (start-up)
+
+    return gzip.decompress(data)
 
 
 def parse_ranks(data: bytes) -> dict[bytes, int]:
@@ -146,7 +149,7 @@ def load_encoding(spec: str) -> Any:
     name, path, known = locate(spec)
     try:
         data = read_bytes(path)
-    except (OSError, EOFError, gzip.BadGzipFile) as exc:
+    except (OSError, EOFError) as exc:  # gzip.BadGzipFile is an OSError
         raise TiktokenError(f"cannot read {path}: {exc}") from None
     if known["sha256"] and hashlib.sha256(data).hexdigest() != known["sha256"]:
         raise TiktokenError(f"{path} is not tiktoken's {name}.tiktoken (its sha256 differs)")

@@ -2,7 +2,8 @@
 
 `local` (the default) is no engine: each AuditItem audits its part in its own runtest (in
 this process, or on an xdist worker). Another engine is one module here plus one line in
-ENGINES, imported only when chosen (plugin.configure_engine), so its library is too. Its
+model.values.ENGINES (the contract checks the name), imported only when chosen
+(plugin.configure_engine), so its library is too. Its
 module's ENGINE(config) has ``start(tasks)`` (called once, after collection, with every
 selected item the cache does not answer, in run order), ``result(key)`` (an item's result
 when its setup asks, or EngineError) and ``close()`` (cancels what is left). Collection,
@@ -18,9 +19,9 @@ import pytest
 
 from ...model.contract import Contract
 from ...model.summary import FileSummary
+from ...model.values import ENGINES  # noqa: F401 - the registry, read by the contract's key
 from ...sources.base import Part
 
-ENGINES = {"local": None, "ray": "pytest_tokaudit.run.engines.ray"}
 
 
 class EngineError(Exception):
