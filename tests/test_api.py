@@ -225,16 +225,21 @@ def test_the_api_gives_a_pytest_runs_verdicts_on_bad_input(pytester: pytest.Pyte
     assert sorted(by_path) == ["data/bad.jsonl", "data/bad.jsonl.gz", "data/rows.parquet"]
     audits = []
     for path in sorted(by_path):
-        audit = api.audit_file(contract, path)
+        # The JSON report carries the figures (merge draws the HTML page from it): asked for.
+        audit = api.audit_file(contract, path, figures=True)
         audits.append(audit)
         assert file_entry(audit.summary) == by_path[path], path
+        # By default nothing asks for them: the same entry without them.
+        plain = file_entry(api.audit_file(contract, path).summary)
+        assert plain.pop("plotted") is False and plain.pop("figures") != by_path[path]["figures"]
+        assert plain == {k: v for k, v in by_path[path].items() if k != "figures"}, path
         theirs = [as_found(e) for e in failures if e.get("path") == path]
         assert [f for f in audit.findings if f.line is not None] == theirs, path
         assert audit.failed == (by_path[path]["shown"] != [] or by_path[path]["file_findings"] != [])
     # The stream of the same lines (bytes, then str), as the file without its \r: the same.
     whole = audits[1]
     for stream in (data, [line.decode("utf-8", "surrogateescape") for line in data]):
-        audit = api.audit_records(contract, stream, name="data/bad.jsonl.gz")
+        audit = api.audit_records(contract, stream, name="data/bad.jsonl.gz", figures=True)
         found = list(audit)
         assert file_entry(audit.file_summary) == by_path["data/bad.jsonl.gz"]
         assert found == whole.findings
@@ -352,6 +357,33 @@ def test_a_stream_stops_when_drift_passes_a_limit():
     totals = audit.summary
     assert (totals.checked, totals.billed, totals.counted) == (61, 50 * 20 + 11 * 23, 61 * 20)
     assert totals.spend == pytest.approx(totals.billed / 1e6) and totals.spend_text == "$0.0013"
+
+
+def test_records_in_memory_are_checked_a_batch_at_a_time_and_a_stream_one_at_a_time():
+    """A list (already bought) is read ahead api.AUTO_BATCH records at a time; a generator
+    one record at a time; `batch=` overrides either. The findings are the same."""
+    records = [rec(f"s{i}", 20, 23 if i % 100 == 7 else 20) for i in range(api.AUTO_BATCH + 600)]
+    contract = api.Contract.from_dict({"tokaudit_count_abs": 2, "tokaudit_count_rel": 0})
+
+    def first(audit: api.RecordAudit) -> tuple[int | None, int]:
+        finding = next(audit)
+        return finding.line, audit.summary.records
+
+    assert first(api.audit_records(contract, records)) == (8, api.AUTO_BATCH)
+    assert first(api.audit_records(contract, tuple(records))) == (8, api.AUTO_BATCH)
+    # Long records: fewer at a time (about AUTO_BATCH_IDS ids), never fewer than the minimum.
+    assert api.auto_batch(contract, [rec("a", 1000)] * 3) == api.AUTO_BATCH_IDS // 1000 == 262
+    assert api.auto_batch(contract, [rec("a", 20), rec("b", 1980)]) == 262  # the mean
+    assert api.auto_batch(contract, [rec("a", 5000)]) == api.AUTO_BATCH_MIN
+    assert api.auto_batch(contract, ["{}", 3]) == api.AUTO_BATCH  # no dict to measure
+    long = [rec(f"s{i}", 1000, 1003 if i == 7 else 1000) for i in range(600)]
+    assert first(api.audit_records(contract, long)) == (8, 262)
+    assert first(api.audit_records(contract, iter(records))) == (8, 8)
+    assert first(api.audit_records(contract, records, batch=1)) == (8, 8)
+    assert first(api.audit_records(contract, iter(records), batch=100)) == (8, 100)
+    found = [list(api.audit_records(contract, r, **kw))
+             for r, kw in ((records, {}), (iter(records), {}), (records, {"batch": 7}))]
+    assert found[0] == found[1] == found[2] and [f.line for f in found[0][:6]] == [8, 108, 208, 308, 408, 508]
 
 
 def test_the_end_of_a_stream_runs_the_file_checks():

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -344,9 +345,15 @@ def test_plan_only_where_the_columnar_path_is_exact(tmp_path, monkeypatch):
         assert columnar.plan(path, dataclasses.replace(contract, **change), builtin_hook()) is not None
     monkeypatch.setenv(columnar.ENV, "0")
     assert columnar.plan(path, contract, builtin_hook()) is None
-    # Unset: only parts big enough to be worth importing numpy.
+    # Unset: only parts big enough to be worth importing numpy, or, where this process has
+    # imported numpy and simdjson already, parts of more than a few dozen records.
     monkeypatch.delenv(columnar.ENV)
     assert columnar.plan(path, contract, builtin_hook()) is None
+    path.write_bytes(b" " * columnar.LOADED_MIN_BYTES)
+    assert columnar.plan(path, contract, builtin_hook()) is not None
+    with monkeypatch.context() as fresh:  # a process that has not imported simdjson yet
+        fresh.delitem(sys.modules, "simdjson")
+        assert columnar.plan(path, contract, builtin_hook()) is None
     path.write_bytes(b" " * columnar.MIN_BYTES)
     assert columnar.plan(path, contract, builtin_hook()) is not None
 

@@ -40,6 +40,7 @@ from __future__ import annotations
 import functools
 import itertools
 import os
+import sys
 from array import array
 from pathlib import Path
 from typing import Any, Iterator, NamedTuple
@@ -51,7 +52,7 @@ from ..model.summary import FileSummary
 from ..sources.base import LfsPointer, ReadError
 from ..sources.jsonl import JSON_WS, line_range, read_chunks
 from .observers import NONE, Observers
-from .kernel import Kernel, fold_figures  # noqa: F401 - fold_figures: its old home
+from .kernel import I64_MAX, Kernel
 from .plain import PlainPass, read_error_text
 from .template import encode_texts, plan_for
 
@@ -69,18 +70,22 @@ TEXT_CHUNKS = 2
 MIN_BYTES = 4 << 20  # smaller parts stay on the per-line path: importing numpy costs more
 
 
+# ... unless this process has imported numpy and simdjson already (an earlier, larger
+# part): then only parts of a few dozen records stay, where numpy's cost per call is more
+# (measured: 1-12 records 0.2-0.3 ms slower on the kernel, even at ~35, faster beyond).
+LOADED_MIN_BYTES = 64 << 10
+
+
 # With a text template the tokenizer is ~90% of the time on either path: importing numpy
 # is paid back only on larger parts (docs/performance.md).
 TEXT_MIN_BYTES = 32 << 20
 
 
-I64_MAX = 2**63 - 1
-
-
-# What a light row (_Row) holds: a batch hook whose `reads(contract)` is within this (or
-# names fields, as paths: `field_values`) gets one per clean record; any other batch hook
-# (a user's, by default) makes the part take the per-line path, where it gets full records.
-# `rebuilt` is never on one: a record storing ids beside a text template goes per line.
+# What a light row (model.records.LightRow) holds: a batch hook whose `reads(contract)` is
+# within this (or names fields, as paths: `field_values`) gets one per clean record; any
+# other batch hook (a user's, by default) makes the part take the per-line path, where it
+# gets full records. `rebuilt` is never on one: a record storing ids beside a text
+# template goes per line.
 LIGHT = frozenset({"line", "id", "count", "n_ids", "ids", "rebuilt"})
 
 
@@ -101,33 +106,18 @@ def plan(path: Any, contract: Contract, hook: Any, start: int = 0, end: int | No
     mode = os.environ.get(ENV, "")
     if mode == "0":
         return None
-    tokens = contract.require_once_ids + contract.require_last_ids + contract.forbid_ids
-    if any(t > I64_MAX for t in tokens):
+    declared = declarations(contract, hook)
+    if declared is None:
         return None
-    try:
-        record = hook.pytest_tokaudit_check_record.get_hookimpls()
-        batch = hook.pytest_tokaudit_check_batch.get_hookimpls()
-    except AttributeError:  # not a pluggy hook relay
+    record, fields, light = declared
+    if not light <= LIGHT:
         return None
-    # Each check says what it needs (checks/): a per-record check whose work is done here
-    # declares `native(contract)`; a batch hook, the fields of a record it `reads`.
-    for impl in record:
-        native = getattr(impl.plugin, "native", None)
-        if native is None or not native(contract):
-            return None  # a per-record check that needs every record as a Python object
-    fields: dict[tuple[str, ...], None] = {}
-    wants_ids = False
-    for impl in batch:
-        reads = getattr(impl.plugin, "reads", None)
-        if reads is None:
-            return None  # a batch hook that may read any field of a record
-        for what in sorted(reads(contract), key=str):
-            if type(what) is tuple:  # a field's value (a scalar, or MISSING)
-                fields[what] = None
-            elif what not in LIGHT:
-                return None
-            wants_ids = wants_ids or what == "ids"
-    floor = MIN_BYTES if contract.text_template is None else TEXT_MIN_BYTES
+    if contract.text_template is not None:
+        floor = TEXT_MIN_BYTES
+    elif "numpy" in sys.modules and "simdjson" in sys.modules:
+        floor = LOADED_MIN_BYTES
+    else:
+        floor = MIN_BYTES
     if mode != "1" and _size(path, start, end) < floor:
         return None
     try:
@@ -136,8 +126,39 @@ def plan(path: Any, contract: Contract, hook: Any, start: int = 0, end: int | No
     except ImportError:
         return None
     names = {getattr(i.plugin, "native_key", None) for i in record}
-    return Plan("count" in names, "structure" in names, "finish_reason" in names, tuple(fields),
-                wants_ids)
+    return Plan("count" in names, "structure" in names, "finish_reason" in names, fields,
+                "ids" in light)
+
+
+def declarations(contract: Contract, hook: Any
+                 ) -> tuple[list[Any], tuple[tuple[str, ...], ...], set[str]] | None:
+    """What the checks declare (checks/), for both plans: the per-record hooks, the fields
+    the batch hooks `reads` (paths) and their other names; None where a per-record check
+    has no `native(contract)`, a batch hook no `reads`, or a token does not fit int64."""
+    tokens = contract.require_once_ids + contract.require_last_ids + contract.forbid_ids
+    if any(t > I64_MAX for t in tokens):
+        return None
+    try:
+        record = hook.pytest_tokaudit_check_record.get_hookimpls()
+        batch = hook.pytest_tokaudit_check_batch.get_hookimpls()
+    except AttributeError:  # not a pluggy hook relay
+        return None
+    for impl in record:
+        native = getattr(impl.plugin, "native", None)
+        if native is None or not native(contract):
+            return None
+    fields: dict[tuple[str, ...], None] = {}
+    light: set[str] = set()
+    for impl in batch:
+        reads = getattr(impl.plugin, "reads", None)
+        if reads is None:
+            return None
+        for what in sorted(reads(contract), key=str):
+            if type(what) is tuple:  # a field's value (a scalar, or MISSING)
+                fields[what] = None
+            else:
+                light.add(what)
+    return record, tuple(fields), light
 
 
 def _size(path: Any, start: int, end: int | None) -> int:

@@ -14,7 +14,7 @@ exactly 5 + 5n bytes with `i` at every fifth byte, and the values are an int32 v
 those bytes, never Python ints. This is the cheapest exact conversion measured (about
 2 us for 220 ids where `array("q", ids)` takes 4 and accepts bools, and the type test
 `set(map(type, ids))` 3.4 more); the format is checked once at import, and where it
-differs every record takes the per-line path.
+differs every record takes the per-line path (sources/parse.py's MARSHAL_INT32).
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from typing import Any, Callable
 
 from ..model.contract import Contract
 from ..model.summary import FileSummary
-from ..sources.parse import parse_object
-from .kernel import I64_MAX, Kernel
+from ..sources.parse import MARSHAL_INT32, parse_object
+from .kernel import Kernel
 
 # Billed counts below this keep the kernel's sums and float comparisons exact (as columnar.EXACT).
 EXACT = 1 << 40
@@ -42,17 +42,14 @@ SMALL = 16
 U64_MAX = 2**64 - 1
 
 
-_MARSHAL_INT32 = marshal.dumps([1, -2], 2) == b"[\x02\x00\x00\x00i\x01\x00\x00\x00i\xfe\xff\xff\xff"
-
-
 def plan(contract: Contract, hook: Any) -> Any:
     """How the kernel would run a stream of dicts under this contract and these hooks
     (columnar.Plan), or None where every record must take the per-line path: the
     contract's conditions and the hooks' of columnar.plan, without its file's size (the
     records are in memory, numpy is the one import). TOKAUDIT_COLUMNAR=0 forces None."""
-    from .columnar import ENV, LIGHT, Plan
+    from .columnar import ENV, LIGHT, Plan, declarations
 
-    if os.environ.get(ENV, "") == "0" or not _MARSHAL_INT32:
+    if os.environ.get(ENV, "") == "0" or not MARSHAL_INT32:
         return None
     if (contract.text_template is not None or contract.finish_reason or contract.requests
             or type(contract.count_field) is not tuple):
@@ -61,27 +58,14 @@ def plan(contract: Contract, hook: Any) -> Any:
                           contract.where) if f]
     if any(len(f) != 1 for f in fields) or len({f[0] for f in fields}) != len(fields):
         return None
-    tokens = contract.require_once_ids + contract.require_last_ids + contract.forbid_ids
-    if any(t > I64_MAX for t in tokens):
-        return None
-    try:
-        record = hook.pytest_tokaudit_check_record.get_hookimpls()
-        batch = hook.pytest_tokaudit_check_batch.get_hookimpls()
-    except AttributeError:  # not a pluggy hook relay
-        return None
-    for impl in record:
-        native = getattr(impl.plugin, "native", None)
-        if native is None or not native(contract):
-            return None  # a per-record check that needs every record as a Python object
-    for impl in batch:
-        reads = getattr(impl.plugin, "reads", None)
-        if reads is None or not reads(contract) <= LIGHT - {"ids"}:
-            return None  # a batch hook that may read any field of a record, or the ids
+    declared = declarations(contract, hook)
+    if declared is None or declared[1] or not declared[2] <= LIGHT - {"ids"}:
+        return None  # a check that needs whole records, a field's value or the ids
     try:
         import numpy  # noqa: F401
     except ImportError:
         return None
-    names = {getattr(i.plugin, "native_key", None) for i in record}
+    names = {getattr(i.plugin, "native_key", None) for i in declared[0]}
     return Plan("count" in names, "structure" in names)
 
 

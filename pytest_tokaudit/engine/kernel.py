@@ -16,10 +16,11 @@ Parquet or Arrow IPC file (arrow.py). A batch is its rows
 structure rule with numpy, folds the records that pass into the FileSummary in bulk
 (totals, worst records, figures), and calls the checks' own hooks only where the
 per-line path would find something: the per-record hooks on the records that fail, as
-light records (_Failed: count, n_ids, last_id, count_each over their slice of the ids),
-and the batch hooks on light rows of all (the built-in ones declare that is all they read:
-columnar.LIGHT). In full mode (`fold(data=...)`: a check of the user's on Arrow rows)
-every hook gets every parsed row whole, its `data` read on demand. A parsed row whose ids
+light records (model.records.ColumnRecord: count, n_ids, last_id, count_each over their
+slice of the ids), and the batch hooks on light rows of all (model.records.LightRow: the
+built-in ones declare that is all they read, columnar.LIGHT). In full mode
+(`fold(data=...)`: a check of the user's on Arrow rows) every hook gets every parsed row
+whole, its `data` read on demand. A parsed row whose ids
 the per-line path refuses (a negative id) is handed back as odd. The order of findings,
 batches and summary is the per-line path's.
 """
@@ -30,10 +31,9 @@ import bisect
 import functools
 from typing import Any, Callable, Iterator, Sequence
 
-from ..base.findings import Finding
 from ..model.contract import Contract
 from ..model.figures import SAMPLE, TAIL, Figures, diff_bins, length_bins, priorities
-from ..model.records import Columns, ReadOnlyRecord
+from ..model.records import ColumnRecord, Columns, LightRow
 from ..model.rules import count_tolerance, signed_difference
 from ..model.summary import FileSummary
 from .plain import check_batch
@@ -143,8 +143,11 @@ class Kernel:
                 odd = sorted(odd + [rows[k] for k in unread.tolist()])
             if len(good):
                 self.fold_clean(good, line0, rows, billed, lens, diff, counts, n_ids, record_ids)
-            bad = {k: (flat, int(starts[k]), int(ends[k]), {t: int(h[k]) for t, h in hits.items()})
-                   for k in failed.tolist()}
+            # Each failed row's slice and token counts, read column by column (numpy's
+            # scalars cost ~0.3 us each, taken one at a time).
+            counted = {t: h[failed].tolist() for t, h in hits.items()}
+            bad = {k: (flat, s, e, {t: c[j] for t, c in counted.items()}) for j, (k, s, e) in
+                   enumerate(zip(failed.tolist(), starts[failed].tolist(), ends[failed].tolist()))}
             good_rows = sorted(good.tolist() + list(bad)) if bad else good.tolist()
             whole = (flat, starts, ends, hits, data) if data is not None else None
         else:
@@ -186,8 +189,9 @@ class Kernel:
             top = some[np.lexsort((some, -d))[:WORST]]  # |diff| down, earliest line first
             for k in top.tolist():
                 summary.rank(int(diff[k]), line0 + rows[k] + 1, record_ids[k], counts[k], n_ids[k])
-        fold_figures(np, summary.figures, good, np.array(rows, dtype=np.int64) + line0 + 1,
-                     billed, lens, diff, record_ids)
+        if summary.plotted:
+            fold_figures(np, summary.figures, good, np.array(rows, dtype=np.int64) + line0 + 1,
+                         billed, lens, diff, record_ids)
 
     def run(self, records: _Rows) -> None:
         """A run of parsed records through plain.check_batch: the per-record hooks on those
@@ -210,6 +214,7 @@ class _Rows(Sequence[Any]):
         self.fields = fields or None  # per row (as n_ids): the values of Plan.fields
         self.ids = ids  # per row: its ids as an int64 buffer (Plan.ids), else None
         self.whole = whole  # full mode: (flat, starts, ends, hits, data) of every row
+        self.made: dict[int, ColumnRecord] = {}  # a failed record is one object to all its readers
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -221,19 +226,23 @@ class _Rows(Sequence[Any]):
         values = self.fields[k] if self.fields is not None else None
         if self.whole is not None:  # full mode: a whole record, its data read on demand
             flat, starts, ends, hits, data = self.whole
-            return _Failed(cols.line[i], cols.id[i], cols.billed[i], self.n_ids[k], flat,
-                           int(starts[k]), int(ends[k]), {t: int(h[k]) for t, h in hits.items()},
-                           values, functools.partial(data, k))
+            return ColumnRecord(cols.line[i], cols.id[i], cols.billed[i], self.n_ids[k], flat,
+                                int(starts[k]), int(ends[k]),
+                                {t: int(h[k]) for t, h in hits.items()}, values,
+                                functools.partial(data, k))
         if k in self.bad:
-            return _Failed(cols.line[i], cols.id[i], cols.billed[i], self.n_ids[k], *self.bad[k],
-                           values)
-        return _Row(cols.line[i], cols.id[i], cols.billed[i], self.n_ids[k], values,
-                    self.ids[k] if self.ids is not None else None)
+            made = self.made.get(i)
+            if made is None:
+                made = self.made[i] = ColumnRecord(cols.line[i], cols.id[i], cols.billed[i],
+                                                   self.n_ids[k], *self.bad[k], values)
+            return made
+        return LightRow(cols.line[i], cols.id[i], cols.billed[i], self.n_ids[k], values,
+                        self.ids[k] if self.ids is not None else None)
 
     def __iter__(self) -> Iterator[Any]:
         return (self[i] for i in range(len(self.keys)))
 
-    def failed(self) -> Iterator[_Failed]:
+    def failed(self) -> Iterator[ColumnRecord]:
         keys = self.keys  # ascending
         for k in sorted(self.bad):
             i = bisect.bisect_left(keys, k)
@@ -249,83 +258,6 @@ class _Rows(Sequence[Any]):
             if i < len(col) and col[i] == line:
                 out.append(self[i])
         return out
-
-
-class _Failed(ReadOnlyRecord):
-    """A parsed record the count or structure rule fails, as its checks read it: the
-    count, the ids' number, last id and token counts, from its slice of the batch's ids;
-    in full mode any parsed record, its `data` too (model.records.AuditedRecord)."""
-
-    __slots__ = ("line", "id", "count", "n_ids", "_flat", "_start", "_end", "_hits",
-                 "field_values", "_whole")
-
-    def __init__(self, line: int, record_id: Any, count: int, n_ids: int, flat: Any, start: int,
-                 end: int, hits: dict[int, int],
-                 field_values: dict[tuple[str, ...], Any] | None = None,
-                 data: Callable[[], Any] | None = None):
-        for name, value in zip(self.__slots__, (line, record_id, count, n_ids, flat, start, end,
-                                                hits, field_values, data)):
-            object.__setattr__(self, name, value)
-
-    def __getattr__(self, name: str) -> Any:  # never a silent half-record
-        raise AttributeError(f"record.{name}: the columnar path hands a per-record check "
-                             "line, id, count, n_ids, ids, last_id, count_each and field_values only")
-
-    @property
-    def data(self) -> dict[str, Any]:
-        """The whole record (full mode only)."""
-        if self._whole is None:
-            raise AttributeError("record.data: the columnar path hands a per-record check line, "
-                                 "id, count, n_ids, ids, last_id, count_each and field_values only")
-        return self._whole()
-
-    def occurrences(self, token: int) -> int:
-        return self.count_each((token,))[0]
-
-    @property
-    def ids(self) -> list[int]:
-        return self._flat[self._start:self._end].tolist()
-
-    @property
-    def last_id(self) -> int | None:
-        return int(self._flat[self._end - 1]) if self._end > self._start else None
-
-    def count_each(self, tokens: tuple[int, ...]) -> list[int]:
-        hits = self._hits  # the structure check's tokens, counted by the kernel already
-        if all(t in hits for t in tokens):
-            return [hits[t] for t in tokens]
-        ids = self._flat[self._start:self._end]
-        return [int((ids == t).sum()) for t in tokens]
-
-    def finding(self, check: str, message: str, allowable: bool = False) -> Finding:
-        return Finding(check, message, self.line, self.id, allowable)
-
-
-class _Row:
-    """A clean record as the batch hooks that declare `reads` within LIGHT see it."""
-
-    __slots__ = ("line", "id", "count", "n_ids", "field_values", "_buf")
-
-    def __getattr__(self, name: str) -> Any:  # never a silent half-record
-        raise AttributeError(
-            f"record.{name}: this batch hook declared reads() = line, id, count, n_ids and "
-            "field paths only (the columnar path hands it those, the fields' values in "
-            f"field_values); add {name!r} to what it reads")
-
-    def __init__(self, line: int, record_id: Any, count: int, n_ids: int,
-                 field_values: dict[tuple[str, ...], Any] | None = None, buf: Any = None):
-        self.line, self.id, self.count, self.n_ids = line, record_id, count, n_ids
-        self.field_values, self._buf = field_values, buf
-
-    @property
-    def ids(self) -> list[int]:
-        """Its ids, from the int64 buffer simdjson wrote (a batch hook declared "ids")."""
-        if self._buf is None:
-            raise AttributeError("record.ids: this batch hook did not declare reads() = ids")
-        return memoryview(self._buf).cast("B").cast("q").tolist()  # bytes, or numpy's int64
-
-    def finding(self, check: str, message: str, allowable: bool = False) -> Finding:
-        return Finding(check, message, self.line, self.id, allowable)
 
 
 def fold_figures(np: Any, fig: Figures, good: Any, line_of: Any, billed: Any, lens: Any,

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import (
     TYPE_CHECKING,
     Any,
+    Callable,
     Final,
     NamedTuple,
     NoReturn,
@@ -21,7 +22,7 @@ from .fastids import IdsText
 
 class AuditedRecord(Protocol):
     """A well-formed record as the check hooks see it (read-only): the JSONL reader's
-    Record and the engine's records over a batch's columns (engine/kernel.py) are one.
+    Record and the engine's records over a batch's columns (ColumnRecord, LightRow) are one.
 
     Prefer `n_ids`, `last_id`, `occurrences` and `count_each` to `ids` and `data`, which
     build Python objects for the whole record.
@@ -267,3 +268,82 @@ class Columns(NamedTuple):
 def columns_of(records: Any) -> Columns | None:
     """The columns a batch of records comes with, or None (then read the records)."""
     return getattr(records, "columns", None)
+
+
+class ColumnRecord(ReadOnlyRecord):
+    """A record of a batch read into columns (engine/kernel.py) that the count or structure
+    rule fails, as its checks read it: the count, the ids' number, last id and token counts,
+    from its slice of the batch's flat ids (a numpy array); in full mode any parsed record,
+    its `data` too (AuditedRecord)."""
+
+    __slots__ = ("line", "id", "count", "n_ids", "_flat", "_start", "_end", "_hits",
+                 "field_values", "_whole")
+
+    def __init__(self, line: int, record_id: Any, count: int, n_ids: int, flat: Any, start: int,
+                 end: int, hits: dict[int, int],
+                 field_values: dict[tuple[str, ...], Any] | None = None,
+                 data: Callable[[], Any] | None = None):
+        for name, value in zip(self.__slots__, (line, record_id, count, n_ids, flat, start, end,
+                                                hits, field_values, data)):
+            object.__setattr__(self, name, value)
+
+    def __getattr__(self, name: str) -> Any:  # never a silent half-record
+        raise AttributeError(f"record.{name}: the columnar path hands a per-record check "
+                             "line, id, count, n_ids, ids, last_id, count_each and field_values only")
+
+    @property
+    def data(self) -> dict[str, Any]:
+        """The whole record (full mode only)."""
+        if self._whole is None:
+            raise AttributeError("record.data: the columnar path hands a per-record check line, "
+                                 "id, count, n_ids, ids, last_id, count_each and field_values only")
+        return self._whole()
+
+    def occurrences(self, token: int) -> int:
+        return self.count_each((token,))[0]
+
+    @property
+    def ids(self) -> list[int]:
+        return self._flat[self._start:self._end].tolist()
+
+    @property
+    def last_id(self) -> int | None:
+        return int(self._flat[self._end - 1]) if self._end > self._start else None
+
+    def count_each(self, tokens: tuple[int, ...]) -> list[int]:
+        hits = self._hits  # the structure check's tokens, counted by the kernel already
+        if all(t in hits for t in tokens):
+            return [hits[t] for t in tokens]
+        ids = self._flat[self._start:self._end]
+        return [int((ids == t).sum()) for t in tokens]
+
+    def finding(self, check: str, message: str, allowable: bool = False) -> Finding:
+        return Finding(check, message, self.line, self.id, allowable)
+
+
+class LightRow:
+    """A clean record of a batch read into columns, as the batch hooks that declare `reads`
+    within engine/columnar.LIGHT see it."""
+
+    __slots__ = ("line", "id", "count", "n_ids", "field_values", "_buf")
+
+    def __getattr__(self, name: str) -> Any:  # never a silent half-record
+        raise AttributeError(
+            f"record.{name}: this batch hook declared reads() = line, id, count, n_ids and "
+            "field paths only (the columnar path hands it those, the fields' values in "
+            f"field_values); add {name!r} to what it reads")
+
+    def __init__(self, line: int, record_id: Any, count: int, n_ids: int,
+                 field_values: dict[tuple[str, ...], Any] | None = None, buf: Any = None):
+        self.line, self.id, self.count, self.n_ids = line, record_id, count, n_ids
+        self.field_values, self._buf = field_values, buf
+
+    @property
+    def ids(self) -> list[int]:
+        """Its ids, from the int64 buffer simdjson wrote (a batch hook declared "ids")."""
+        if self._buf is None:
+            raise AttributeError("record.ids: this batch hook did not declare reads() = ids")
+        return memoryview(self._buf).cast("B").cast("q").tolist()  # bytes, or numpy's int64
+
+    def finding(self, check: str, message: str, allowable: bool = False) -> Finding:
+        return Finding(check, message, self.line, self.id, allowable)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import marshal
 import re
 from array import array
 from typing import (
@@ -23,6 +24,14 @@ from ..model.records import SKIPPED, ErrorLine, Record, Rejected, TextRecord, Sk
 # orjson's integer range; a value outside it cannot be kept as an int in a report either.
 U64_MAX = 2**64 - 1
 _U64_ARRAY = array("Q").itemsize == 8  # array("Q", ids) then holds exactly 0..U64_MAX
+
+
+# marshal (format 2) writes a list as `[` and its length, then each exact int of the int32
+# range as the 5 bytes `i` + its value, little-endian, and anything else (a bool, a float,
+# a larger int, a nested list) as another type code of another size, or refuses it (an
+# int subclass). Checked once here; engine/dicts.py reads a batch's ids the same way.
+MARSHAL_INT32 = marshal.dumps([1, -2], 2) == b"[\x02\x00\x00\x00i\x01\x00\x00\x00i\xfe\xff\xff\xff"
+_LOW = bytes(range(128))  # the high byte of a non-negative int32
 
 
 I64_MIN = -(2**63)
@@ -196,6 +205,15 @@ def check_ids(ids: Any, name: str) -> str | None:
         return f"{name} must be a list of token ids, found {_type_name(ids)}"
     if not ids:
         return None
+    if MARSHAL_INT32:  # one pass in C, half the time of the two below: ids of 0..2**31-1
+        n = len(ids)
+        try:
+            blob = marshal.dumps(ids, 2)
+        except ValueError:  # an int subclass, an exact big int: below
+            blob = b""
+        if (len(blob) == 5 * n + 5 and blob[5::5] == b"i" * n
+                and not blob[9::5].translate(None, _LOW)):  # every cell an `i`, none negative
+            return None
     if set(map(type, ids)) == {int} and _U64_ARRAY:
         try:
             array("Q", ids)  # one pass in C: every id from 0 to 2**64-1 (min and max took two)

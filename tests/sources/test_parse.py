@@ -6,8 +6,11 @@ from __future__ import annotations
 import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from conftest import TokProject, assert_no_crash, failure_section, failure_sections, rec
+from conftest import TokProject, assert_no_crash, examples, failure_section, failure_sections, rec
+from pytest_tokaudit.sources import parse
 from pytest_tokaudit.tokenizers.hf import load_tokenizer
 from tokdata import qwen_dir, sample_texts
 
@@ -152,3 +155,27 @@ def test_a_field_some_records_have_is_a_finding_at_each_record_that_lacks_it(pro
         "data/a.jsonl:4: sample_id=4: schema: missing field 'completion_tokens'",
         "data/a.jsonl:8: sample_id=8: schema: missing field 'completion_tokens'",
     ]
+
+
+class _Id(int):  # an int subclass (an IntEnum's kind): marshal refuses it
+    pass
+
+
+id_lists = st.lists(st.one_of(
+    st.integers(0, 200_000), st.integers(0, 200_000), st.integers(-3, 3),
+    st.sampled_from([2**31 - 1, 2**31, -(2**31), 2**32, 2**63, 2**64 - 1, 2**64, -(2**63) - 1]),
+    st.booleans(), st.floats(allow_nan=False), st.none(), st.text(max_size=2),
+    st.lists(st.integers(0, 9), max_size=2), st.builds(_Id, st.integers(0, 9)),
+), max_size=12)
+
+
+@settings(max_examples=examples(300), derandomize=True, deadline=None)
+@given(ids=id_lists)
+def test_the_ids_check_says_what_it_says_with_or_without_its_marshal_pass(ids):
+    """check_ids' one pass through marshal (ids of 0..2**31-1) is a shortcut only: on any
+    list it answers as the checks after it do alone (None, or the same reason)."""
+    fast = parse.check_ids(ids, "output_ids")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(parse, "MARSHAL_INT32", False)
+        assert parse.check_ids(ids, "output_ids") == fast
+    assert (fast is None) == all(type(i) is int and 0 <= i < 2**64 for i in ids)
