@@ -16,8 +16,7 @@ FAILED = pytest.ExitCode.TESTS_FAILED
 MODES = {
     "no-xdist": ("-p", "no:xdist"),
     "n0": ("-n", "0"),
-    "n2": ("-n", "2"),
-    "load": ("-n", "2", "--dist", "load"),
+    "n2": ("-n", "2"),  # --dist load: xdist's default with -n
     "loadfile": ("-n", "2", "--dist", "loadfile"),
     "worksteal": ("-n", "2", "--dist", "worksteal"),
 }
@@ -46,17 +45,21 @@ def verdicts(result: pytest.RunResult) -> list[str]:
 
 
 def test_dataset_checks_identical_in_every_xdist_mode(pytester: pytest.Pytester):
+    """The same verdicts, summary and JUnit test cases in every mode; the dataset checks'
+    failure sections say what they found."""
     project = TokProject(pytester, ())
     dataset(project)
-    seen = {}
+    seen, results, junit = {}, {}, {}
     for name, mode in MODES.items():
         result = pytester.runpytest_subprocess(  # each mode audits: no run reuses another's
-            "--tokaudit", "data", "-rA", "--tokaudit-no-cache", *mode, *UNRELATED_PLUGINS,
-            timeout=120,
+            "--tokaudit", "data", "-rA", "--tokaudit-no-cache", "--junitxml=r.xml", *mode,
+            *UNRELATED_PLUGINS, timeout=120,
         )
         assert_no_crash(result)
         assert result.ret == FAILED, (name, result.stdout.str())
         seen[name] = (verdicts(result), summary_section(result))
+        results[name] = result
+        junit[name] = (project.path / "r.xml").read_text()
     first = seen.pop("no-xdist")
     for name, other in seen.items():
         assert other == first, name
@@ -72,9 +75,7 @@ def test_dataset_checks_identical_in_every_xdist_mode(pytester: pytest.Pytester)
     ]
     assert ("pytest.ini::tokaudit::budget: passed: billed 460 of 1,000 tokens (46.0%); "
             "$0.0011 of $0.0025") in summary
-    result = pytester.runpytest_subprocess("--tokaudit", "data", "-p", "no:xdist",
-                                           *UNRELATED_PLUGINS, timeout=120)
-    result.stdout.fnmatch_lines([
+    results["no-xdist"].stdout.fnmatch_lines([
         "*_ tokaudit::unique_ids _*",
         "1 id with more than one record (1 record counted twice)",
         "sample_id=3: 2 records: data/a.jsonl:3, data/b.jsonl:5",
@@ -82,6 +83,12 @@ def test_dataset_checks_identical_in_every_xdist_mode(pytester: pytest.Pytester)
         "5 of 44 expected ids have no record",
         "missing: 40-44",
     ])
+    # The dataset checks are JUnit test cases, in one process and from xdist's controller.
+    for name in ("no-xdist", "n2"):
+        xml = junit[name]
+        assert '<testcase classname="tokaudit" name="budget"' in xml, name
+        assert '<testcase classname="tokaudit" name="unique_ids"' in xml, name
+        assert 'message="1 id with more than one record' in xml, name
 
 
 def test_partial_runs_never_pass_a_dataset_check(project: TokProject):
@@ -95,38 +102,11 @@ def test_partial_runs_never_pass_a_dataset_check(project: TokProject):
         "SKIPPED [[]2[]] pytest.ini: partial run: 2 data files not selected (-k, -m, --lf, "
         "--deselect, or not under the paths named): data/b.jsonl, data/big.jsonl",
     ])
-    # -k deselects the dataset checks like any test whose name does not match.
-    result = project.run("-rA", "-k", "a.jsonl")
-    assert result.ret == 0
-    result.assert_outcomes(passed=1)  # the 12 others (and the checks) are deselected
+    # -k deselects the dataset checks like any test whose name does not match:
+    # outputs/test_partial_runs.py::test_a_k_run_names_the_checks_it_left_out.
 
 
-CRASH = """
-import os
-
-def pytest_tokaudit_check_record(record):
-    if record.data.get("crash"):
-        os._exit(3)  # a worker dying mid-file, as an out-of-memory kill would
-"""
-
-
-def test_a_crashed_worker_loses_only_its_file(pytester: pytest.Pytester):
-    project = TokProject(pytester, ("-n", "2"))
-    dataset(project)
-    project.write("conftest.py", CRASH)
-    project.jsonl("data/crash.jsonl", [rec(90, 10), rec(91, 10, crash=True)])
-    result = project.run("-rA")
-    assert result.ret == FAILED
-    lines = verdicts(result)
-    assert [l.split(" - ")[0] for l in lines if l.startswith("FAILED data/crash.jsonl")] == [
-        "FAILED data/crash.jsonl::tokaudit"
-    ], lines
-    assert "PASSED data/a.jsonl::tokaudit" in lines
-    assert "PASSED data/big.jsonl::tokaudit[file]" in lines
-    result.stdout.fnmatch_lines(["*crashed while running*data/crash.jsonl::tokaudit*"])
-    # The run is partial now: the missing-ids check says so instead of guessing.
-    result.stdout.fnmatch_lines(["SKIPPED *partial run: 1 data file did not finish*crash.jsonl"])
-    assert not [l for l in lines if l.startswith("PASSED pytest.ini")], lines
+# A crashed worker loses only its file: test_gate.py::test_a_crashed_worker_makes_the_run_partial.
 
 
 def test_merge_of_split_runs_matches_one_run(pytester: pytest.Pytester):
@@ -165,34 +145,7 @@ def test_merge_of_split_runs_matches_one_run(pytester: pytest.Pytester):
     twice.stderr.fnmatch_lines(["error: data/a.jsonl is in both p1.json and all.json"])
 
 
-def test_dataset_checks_are_junit_testcases(project: TokProject):
-    dataset(project)
-    result = project.run("--junitxml=r.xml")
-    assert result.ret == FAILED
-    xml = (project.path / "r.xml").read_text()
-    assert '<testcase classname="tokaudit" name="budget"' in xml
-    assert '<testcase classname="tokaudit" name="unique_ids"' in xml
-    assert 'message="1 id with more than one record' in xml
-
-
-def test_last_failed_and_failed_first_runs(pytester: pytest.Pytester):
-    project = TokProject(pytester, ("-p", "no:xdist"))
-    dataset(project)
-    project.jsonl("data/bad.jsonl", ["not json"])
-    common = ("-rA", "-p", "cacheprovider")
-    first = project.run(*common)
-    assert any("FAILED data/bad.jsonl::tokaudit" in l for l in first.stdout.lines)
-    # --lf audits bad.jsonl alone: the dataset checks cannot judge, and say why.
-    lf = project.run("--lf", *common)
-    lf.stdout.fnmatch_lines(["SKIPPED *partial run: 3 data files not selected*"])
-    assert not [l for l in verdicts(lf) if l.startswith("PASSED pytest.ini")]
-    # ... and the failures they had stay on record for the next --lf.
-    lastfailed = json.loads((project.path / ".pytest_cache/v/cache/lastfailed").read_text())
-    assert "pytest.ini::tokaudit::expected_ids" in lastfailed
-    assert "pytest.ini::tokaudit::unique_ids" in lastfailed
-    # --ff runs every file, failures first: nothing is partial.
-    ff = project.run("--ff", *common)
-    assert "FAILED pytest.ini::tokaudit::expected_ids - 5 of 44 expected ids have no record" in verdicts(ff)
+# --lf and --ff: test_gate.py::test_last_failed_keeps_a_dataset_failure_until_it_is_fixed.
 
 
 def test_collect_only_lists_the_dataset_checks_and_judges_nothing(project: TokProject):

@@ -194,8 +194,12 @@ def test_the_blocks_not_tested_are_the_listed_ones():
 
 
 def example_copy(pytester: pytest.Pytester) -> Path:
+    """The example project, its tokenizer linked, not copied: an in-process run then loads
+    it once per worker (load_tokenizer keeps each resolved directory's), not once per test."""
     shutil.copytree(EXAMPLE, pytester.path, dirs_exist_ok=True,
-                    ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache"))
+                    ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache", "tokenizer"))
+    if not (pytester.path / "tokenizer").exists():
+        (pytester.path / "tokenizer").symlink_to(EXAMPLE / "tokenizer", target_is_directory=True)
     return pytester.path
 
 

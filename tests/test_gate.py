@@ -308,17 +308,25 @@ def pytest_tokaudit_check_record(record):
 
 
 def test_a_crashed_worker_makes_the_run_partial(gate: Gate):
-    gate.ini(tokaudit_budget=1000, tokaudit_unique_ids="true", tokaudit_expected_ids="manifest.txt")
+    """A worker killed mid-file loses only its file (reported failed once, the other files
+    and a sharded file's whole verdict stand), and the run is partial."""
+    gate.ini(tokaudit_budget=1000, tokaudit_unique_ids="true", tokaudit_expected_ids="manifest.txt",
+             tokaudit_shard_size=SHARD)
     gate.jsonl("data/a.jsonl", [rec(i, 10) for i in range(1, 6)])
     gate.jsonl("data/b.jsonl", [rec(i, 10) for i in range(6, 10)])
+    gate.jsonl("data/big.jsonl", [rec(i, 12) for i in range(10, 40)])  # sharded
     gate.jsonl("data/crash.jsonl", [rec(90, 10), rec(91, 10, crash=True)])
-    gate.write("manifest.txt", ids_text([*range(1, 10), 90, 91]))
+    gate.write("manifest.txt", ids_text([*range(1, 40), 90, 91]))
     gate.write("conftest.py", CRASH)
     run = gate.run("-n", "2")
     assert_no_internal_error(run)
     assert run.ret == FAILED, run
-    assert run.outcome("data/crash.jsonl::tokaudit") == "FAILED", run
+    failed = [n for n, o in run.outcomes().items() if o == "FAILED" and n.startswith("data/")]
+    assert failed == ["data/crash.jsonl::tokaudit"], run  # once, and no other file
     assert run.outcome("data/a.jsonl::tokaudit") == "PASSED", run
+    assert run.outcome("data/big.jsonl::tokaudit[file]") == "PASSED", run
+    run.result.stdout.fnmatch_lines(["*crashed while running*data/crash.jsonl::tokaudit*"])
+    run.result.stdout.fnmatch_lines(["SKIPPED *partial run: 1 data file did not finish*crash.jsonl"])
     assert_no_dataset_pass(run)
     assert_skipped_partial(run, "budget", "unique_ids", "expected_ids")
     assert_coverage_names_missing(run, ["crash.jsonl"])
@@ -352,27 +360,43 @@ def test_a_timed_out_file_makes_the_run_partial(gate: Gate):
 
 
 def test_last_failed_keeps_a_dataset_failure_until_it_is_fixed(gate: Gate):
-    gate.ini(tokaudit_budget=100000, tokaudit_unique_ids="true")
+    """--lf audits the failed files alone: the dataset checks cannot judge, say why, and the
+    failures they had stay on record for the next --lf; --ff runs every file (failures
+    first): nothing is partial, and the failure is back."""
+    gate.ini(tokaudit_budget=100000, tokaudit_unique_ids="true", tokaudit_expected_ids="manifest.txt",
+             tokaudit_shard_size=SHARD)
     gate.jsonl("data/a.jsonl", [rec(i, 10) for i in range(1, 6)])
     gate.jsonl("data/b.jsonl", [rec(6, 10), rec(7, 10, 40), rec(3, 10)])  # a count, and 3 again
+    gate.jsonl("data/big.jsonl", [rec(i, 12) for i in range(10, 40)])  # sharded
+    gate.jsonl("data/bad.jsonl", ["not json"])
+    gate.write("manifest.txt", ids_text([*range(1, 8), *range(10, 45)]))  # 40-44: no record
     cache = ("cacheprovider",)
     first = gate.run(plugins=cache)
     assert_clean(first)
     assert first.outcome("data/b.jsonl::tokaudit") == "FAILED", first
+    assert first.outcome("data/bad.jsonl::tokaudit") == "FAILED", first
     assert first.outcome(ds("unique_ids")) == "FAILED", first
+    assert first.outcome(ds("expected_ids")) == "FAILED", first
 
     gate.jsonl("data/b.jsonl", [rec(6, 10), rec(7, 10), rec(3, 10)])  # the count fixed, not 3
     lf = gate.run("--lf", plugins=cache)
     assert_clean(lf)
     assert lf.outcome("data/b.jsonl::tokaudit") == "PASSED", lf
+    assert lf.outcome("data/bad.jsonl::tokaudit") == "FAILED", lf
+    assert lf.outcome("data/a.jsonl::tokaudit") is None, lf  # not a failure: not run
     assert lf.outcome(ds("unique_ids")) != "PASSED", lf
+    assert lf.outcome(ds("expected_ids")) == "SKIPPED", lf
+    assert "partial run: 2 data files not selected" in lf.message(ds("expected_ids")), lf
     assert_no_dataset_pass(lf)
     lastfailed = json.loads((gate.path / ".pytest_cache/v/cache/lastfailed").read_text())
     assert ds("unique_ids") in lastfailed, (lastfailed, lf)
+    assert ds("expected_ids") in lastfailed, (lastfailed, lf)
 
-    again = gate.run(plugins=cache)
+    again = gate.run("--ff", plugins=cache)
     assert_clean(again)
     assert again.outcome(ds("unique_ids")) == "FAILED", again
+    assert again.outcome(ds("expected_ids")) == "FAILED", again
+    assert again.message(ds("expected_ids")) == "5 of 42 expected ids have no record", again
     assert again.ret == FAILED, again
 
 
@@ -712,8 +736,14 @@ def test_every_xdist_mode_gives_the_verdicts_of_one_process(gate: Gate):
     assert_clean(one)
     assert one.outcomes() == expected, one
     for dist in ("each", "load", "loadfile", "loadscope", "worksteal"):
-        run = gate.run("-n", "2", "--dist", dist)
+        # load and loadfile in random orders too (test_random_order_changes_no_verdict's
+        # runs under xdist): pytest-randomly shuffles on the controller and on each worker.
+        seed = {"load": 3, "loadfile": 4}.get(dist)
+        shuffled = ("-p", "randomly", f"--randomly-seed={seed}") if seed else ()
+        run = gate.run("-n", "2", "--dist", dist, *shuffled, plugins=("randomly",) if seed else ())
         assert_clean(run)
+        if seed:
+            assert "randomly-seed" in run.out, (dist, run)  # the plugin was active
         assert run.ret == one.ret, (dist, run)
         assert run.verdicts() == one.verdicts(), (dist, run)
         # --dist each runs every data item on every worker: the same outcome twice.
@@ -728,15 +758,15 @@ def test_every_xdist_mode_gives_the_verdicts_of_one_process(gate: Gate):
 
 def test_random_order_changes_no_verdict(gate: Gate):
     """pytest-randomly shuffles the items (dataset checks and [file] items included) on the
-    controller and on each worker alike; the verdicts must not depend on the order."""
+    controller and on each worker alike; the verdicts must not depend on the order. (Its
+    runs under xdist, -n 2 with load and loadfile, are test_every_xdist_mode's.)"""
     feature_dataset(gate)
     expected = feature_expected(feature_shards(gate))
     one = gate.run()
     assert_clean(one)
     assert one.outcomes() == expected, one
     orders = set()
-    for args in (("--randomly-seed=1",), ("--randomly-seed=2",),
-                 ("--randomly-seed=3", "-n", "2"), ("--randomly-seed=4", "-n", "2", "--dist", "loadfile")):
+    for args in (("--randomly-seed=1",), ("--randomly-seed=2",)):
         run = gate.run("-v", "-p", "randomly", *args, plugins=("randomly",))
         assert_clean(run)
         assert "randomly-seed" in run.out, (args, run)  # the plugin was active
@@ -784,17 +814,17 @@ def test_whole_feature_complete_runs_agree_and_partial_runs_never_pass(gate: Gat
     expected = feature_expected(feature_shards(gate))
     cache = ("cacheprovider",)
 
-    # Complete runs: testpaths (scratch/ is not part of the dataset), xdist, reruns.
+    # Complete runs: testpaths (scratch/ is not part of the dataset), reruns (-n 2: every
+    # xdist mode's in test_every_xdist_mode_gives_the_verdicts_of_one_process).
     plain = gate.run(paths=(), plugins=cache)
     assert_clean(plain)
     assert plain.ret == FAILED, plain
     assert plain.outcomes() == expected, plain
     reference = plain.verdicts()
-    for args, plugins in ((("-n", "2"), ()), (("--reruns", "2"), ("rerunfailures",))):
-        run = gate.run(*args, plugins=plugins)
-        assert_clean(run)
-        assert run.outcomes() == expected, (args, run)
-        assert run.verdicts() == reference, (args, run)
+    run = gate.run("--reruns", "2", plugins=("rerunfailures",))
+    assert_clean(run)
+    assert run.outcomes() == expected, run
+    assert run.verdicts() == reference, run
 
     # Partial runs: --lf after the failing run, -k, one path.
     lf = gate.run("--lf", plugins=cache)

@@ -21,7 +21,9 @@ OK = pytest.ExitCode.OK
 
 
 def part(project: TokProject, name: str, *paths: str, args: tuple[str, ...] = ()) -> pytest.RunResult:
-    """One CI job: audit `paths` and write its report to `name`."""
+    """One CI job: audit `paths` and write its report to `name` (a report of that name
+    written before is gone first)."""
+    (project.path / name).unlink(missing_ok=True)
     result = project.run(f"--tokaudit-json={name}", "--tokaudit-no-cache", *args, paths=paths)
     assert_no_crash(result)
     assert (project.path / name).exists(), result.stdout.str()
@@ -45,40 +47,39 @@ def coverage_line(out: str) -> str:
 # -- item 4: the union must cover the dataset --------------------------------------------------
 
 def test_the_readme_split_covering_the_dataset_passes(split: TokProject):
+    """The split's two parts pass together. The same two reports (one part written again
+    under another contract in turn) then show items 4 and 5 below: parts of different
+    contracts are a usage error in any order, and reports without coverage cannot pass."""
+    split.ini(testpaths="data", tokaudit_unique_ids="true", tokaudit_budget=1000)
     part(split, "p1.json", "data/part1")
     part(split, "p2.json", "data/part2")
     ret, out, _ = merge("p1.json", "p2.json")
     assert ret == 0, out
     assert coverage_line(out).startswith("PASSED tokaudit::coverage - 2 data files (6 records)")
+    p2 = (split.path / "p2.json").read_bytes()
+    for other in OTHER_CONTRACTS:
+        assert_other_contract_is_a_usage_error(split, other)
+    (split.path / "p2.json").write_bytes(p2)
+    assert_reports_without_coverage_cannot_pass_a_merge(split)
 
 
-def test_a_folder_no_part_audits_fails_the_merge(split: TokProject):
-    """A new folder nobody added to the CI matrix: every part is partial, and so is their
-    union. The final job fails, naming the file."""
+def test_files_no_part_audits_fail_the_merge(split: TokProject):
+    """A new folder nobody added to the CI matrix, and a file one part deselected: every part
+    is partial, and so is their union. The final job fails, naming both files."""
     split.jsonl("data/part3/c.jsonl", [rec(7, billed=30)])  # bad, and never audited
+    split.jsonl("data/part2/skipped.jsonl", [rec(8)])
     part(split, "p1.json", "data/part1")
-    part(split, "p2.json", "data/part2")
+    part(split, "p2.json", "data/part2", args=("--deselect", "data/part2/skipped.jsonl::tokaudit"))
     for order in (("p1.json", "p2.json"), ("p2.json", "p1.json")):
         ret, out, _ = merge(*order, "--json", "m.json")
         assert ret == 1, out
         line = coverage_line(out)
         assert line.startswith("FAILED tokaudit::coverage - the reports together did not audit "
-                               "the whole dataset: 1 data file audited by no report"), line
+                               "the whole dataset: 2 data files audited by no report"), line
         assert "data/part3/c.jsonl" in out
+        assert "data/part2/skipped.jsonl" in line
         merged = json.loads((split.path / "m.json").read_text())
         assert [d["outcome"] for d in merged["dataset"] if d["name"] == "coverage"] == ["failed"]
-
-
-def test_a_file_a_part_deselected_fails_the_merge(split: TokProject):
-    split.jsonl("data/part2/skipped.jsonl", [rec(8)])
-    part(split, "p1.json", "data/part1")
-    part(split, "p2.json", "data/part2", args=("--deselect", "data/part2/skipped.jsonl::tokaudit"))
-    ret, out, _ = merge("p1.json", "p2.json")
-    assert ret == 1, out
-    assert coverage_line(out).startswith("FAILED tokaudit::coverage - the reports together did not "
-                                         "audit the whole dataset: 1 data file audited by no "
-                                         "report"), out
-    assert "data/part2/skipped.jsonl" in coverage_line(out)
 
 
 def test_a_part_with_a_collection_error_fails_the_merge(split: TokProject):
@@ -94,11 +95,9 @@ def pytest_tokaudit_contract(path, contract):
     assert coverage_line(out).startswith("FAILED tokaudit::coverage"), out
 
 
-def test_reports_without_coverage_cannot_pass_a_merge(split: TokProject):
+def assert_reports_without_coverage_cannot_pass_a_merge(split: TokProject) -> None:
     """A report of an older version records no coverage: whether the parts covered the
     dataset cannot be known, so the merge cannot pass."""
-    part(split, "p1.json", "data/part1")
-    part(split, "p2.json", "data/part2")
     for name in ("p1.json", "p2.json"):
         data = json.loads((split.path / name).read_text())
         del data["coverage"]
@@ -112,17 +111,19 @@ def test_reports_without_coverage_cannot_pass_a_merge(split: TokProject):
 
 # -- item 5: one contract, any order -----------------------------------------------------------
 
-@pytest.mark.parametrize("other", [
+OTHER_CONTRACTS = [
     ("-o", "tokaudit_budget=10"),  # a dataset key the union is judged by
     ("-o", "tokaudit_count_abs=0"),  # a file key the part's verdicts were made with
     ("-o", "tokaudit_unique_ids=false"),  # the part keeps no ids for the id checks
-], ids=["budget", "count_abs", "unique_ids"])
-def test_parts_of_different_contracts_are_a_usage_error_in_any_order(split: TokProject, other):
-    split.ini(testpaths="data", tokaudit_unique_ids="true", tokaudit_budget=1000)
-    part(split, "p1.json", "data/part1")
+]
+
+
+def assert_other_contract_is_a_usage_error(split: TokProject, other: tuple[str, str]) -> None:
+    """p2.json written again under `other`: with p1.json, a usage error in either order."""
     part(split, "p2.json", "data/part2", args=other)
     key = other[1].split("=")[0]
     for order in (("p1.json", "p2.json"), ("p2.json", "p1.json")):
+        (split.path / "m.json").unlink(missing_ok=True)
         ret, out, err = merge(*order, "--json", "m.json")
         assert ret == 2, out + err
         assert f"error: p1.json and p2.json were written under different contracts: {key}" in err, err

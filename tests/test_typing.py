@@ -17,33 +17,24 @@ ROOT = Path(__file__).parent.parent
 TIMEOUT = 300  # a cold check takes seconds; a hang fails the test instead of the suite
 
 
-@pytest.fixture(scope="module")
-def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One mypy cache for this module's runs, never the repository's .mypy_cache."""
-    return tmp_path_factory.mktemp("mypy_cache")
-
-
-def mypy(cache_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def mypy(*args: str) -> subprocess.CompletedProcess[str]:
     """`python -m mypy ARGS` from the repository root, with its pyproject.toml config."""
     return subprocess.run(
         [sys.executable, "-m", "mypy", "--config-file", "pyproject.toml",
-         "--cache-dir", str(cache_dir), "--no-color-output", "--no-error-summary", *args],
+         "--no-color-output", "--no-error-summary", *args],
         cwd=ROOT, capture_output=True, text=True, timeout=TIMEOUT,
     )
-
-
-def test_package_type_checks(cache_dir: Path) -> None:
-    run = mypy(cache_dir, "pytest_tokaudit")
-    assert run.returncode == 0, f"mypy pytest_tokaudit failed:\n{run.stdout}{run.stderr}"
 
 
 def test_py_typed_is_shipped() -> None:
     assert (ROOT / "pytest_tokaudit" / "py.typed").is_file()
 
 
-def test_user_code_sees_the_public_types(cache_dir: Path, tmp_path: Path) -> None:
-    """A conftest.py written against the public names checks clean, and assigning to what
-    the hooks are handed (a record, a Finding) is an error."""
+def test_the_package_and_user_code_type_check(tmp_path: Path) -> None:
+    """The package checks clean; a conftest.py written against the public names checks
+    clean, and assigning to what the hooks are handed (a record, a Finding) is an error.
+    One mypy run for both (its own cache, never the repository's .mypy_cache): a second
+    run would analyse the package again."""
     conftest = tmp_path / "conftest.py"
     conftest.write_text(textwrap.dedent("""\
         from __future__ import annotations
@@ -70,7 +61,11 @@ def test_user_code_sees_the_public_types(cache_dir: Path, tmp_path: Path) -> Non
         """))
     expected = [n for n, line in enumerate(conftest.read_text().splitlines(), 1)
                 if line.endswith("# error: read-only")]
-    run = mypy(cache_dir, str(conftest))
-    errors = [int(line.split(": error: ")[0].rsplit(":", 1)[1])
-              for line in run.stdout.splitlines() if ": error: " in line]
-    assert errors == expected, f"{run.stdout}{run.stderr}"
+    run = mypy("--cache-dir", str(tmp_path / "mypy_cache"), "pytest_tokaudit", str(conftest))
+    errors = [line for line in run.stdout.splitlines() if ": error: " in line]
+    theirs = [int(line.split(": error: ")[0].rsplit(":", 1)[1])
+              for line in errors if line.startswith(str(conftest))]
+    ours = [line for line in errors if not line.startswith(str(conftest))]
+    assert not ours, f"mypy pytest_tokaudit failed:\n{run.stdout}{run.stderr}"
+    assert theirs == expected, f"{run.stdout}{run.stderr}"
+    assert run.returncode == 1 and not run.stderr, run.stderr

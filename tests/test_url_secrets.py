@@ -30,7 +30,8 @@ def server(tmp_path: Path):
     handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(root))
     handler.log_message = lambda *a: None  # type: ignore[attr-defined]
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    # Polled every 50 ms, not 0.5 s: shutdown() waits for the poll (each test's teardown).
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     try:
         yield root, f"127.0.0.1:{httpd.server_address[1]}"
@@ -50,7 +51,10 @@ def assert_no_secret(*texts: str) -> None:
         assert not leaked, (leaked, text)
 
 
-def test_a_manifest_url_with_credentials_is_used_never_shown(project: TokProject, server):
+def test_a_manifest_url_and_a_baseline_url_with_credentials_are_used_never_shown(
+        project: TokProject, server):
+    """The manifest's run writes the report that the baseline's run reads back at a URL
+    (one run each: the baseline is that first run's report, the data made worse)."""
     root, host = server
     (root / "manifest.txt").write_text("\n".join(str(i) for i in range(1, 6)) + "\n")
     url = secret_url(host, "manifest.txt")
@@ -67,6 +71,21 @@ def test_a_manifest_url_with_credentials_is_used_never_shown(project: TokProject
     assert json.loads(report)["contract"]["tokaudit_expected_ids"] == (
         f"http://{host}/manifest.txt?X-Amz-Credential=***&X-Amz-Signature=***&"
         "X-Amz-Security-Token=***&sig=***")
+
+    # A baseline URL with credentials: named without them.
+    (root / "base.json").write_text(report)
+    project.ini(tokaudit_count_abs=0)
+    project.jsonl("data/a.jsonl", [rec(i, billed=30) for i in range(1, 4)])  # mean |diff| 6.7 -> 20
+    result = project.run("-o", "tokaudit_count_outliers=100%", "-o", "tokaudit_count_mean_rel=",
+                         f"--tokaudit-baseline={secret_url(host, 'base.json')}",
+                         "--tokaudit-json=now.json")
+    assert_no_crash(result)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
+    assert (f"worse than baseline http://{host}/base.json?X-Amz-Credential=***&"
+            "X-Amz-Signature=***&X-Amz-Security-Token=***&sig=*** by more than 10%") \
+        in result.stdout.str()
+    assert_no_secret(result.stdout.str(), result.stderr.str(),
+                     project.path.joinpath("now.json").read_text())
 
 
 @pytest.mark.parametrize("scheme", ["http", "memory", "s3"])
@@ -95,33 +114,15 @@ def test_an_unreadable_url_with_credentials_is_a_usage_error_without_them(
     assert_no_secret(result.stdout.str(), result.stderr.str())
 
 
-def test_a_baseline_url_with_credentials_is_named_without_them(project: TokProject, server):
-    root, host = server
-    project.ini(tokaudit_count_abs=0)
-    project.jsonl("data/a.jsonl", [rec(i) for i in range(1, 5)])
-    first = project.run("--tokaudit-json=base.json")
-    assert first.ret == pytest.ExitCode.OK, first.stdout.str()
-    (root / "base.json").write_bytes(project.path.joinpath("base.json").read_bytes())
-    project.jsonl("data/a.jsonl", [rec(i, billed=20) for i in range(1, 5)])
-    result = project.run("-o", "tokaudit_count_outliers=100%", "-o", "tokaudit_count_mean_rel=",
-                         f"--tokaudit-baseline={secret_url(host, 'base.json')}",
-                         "--tokaudit-json=now.json")
-    assert_no_crash(result)
-    assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
-    assert (f"worse than baseline http://{host}/base.json?X-Amz-Credential=***&"
-            "X-Amz-Signature=***&X-Amz-Security-Token=***&sig=*** by more than 10%") \
-        in result.stdout.str()
-    assert_no_secret(result.stdout.str(), result.stderr.str(),
-                     project.path.joinpath("now.json").read_text())
+PARAMS = ["X-Amz-Signature=deadbeef99", "sig=azuresig55", "X-Amz-Security-Token=sessiontok77"]
 
 
-@pytest.mark.parametrize("param", ["X-Amz-Signature=deadbeef99", "sig=azuresig55",
-                                   "X-Amz-Security-Token=sessiontok77"])
+@pytest.mark.parametrize("param", PARAMS)
 def test_a_credential_in_a_testpaths_url_is_refused_before_pytest_prints_it(
         project: TokProject, server, param: str):
     """pytest prints `testpaths` whole in its session header: a presigned URL there would
     show its signature. A usage error says how to pass it instead (issue #31, item 11); the
-    same URL on the command line is used, and shown without it."""
+    same URL on the command line is used, and shown without it (the next test)."""
     root, host = server
     (root / "a.jsonl").write_text("".join(json.dumps(rec(i)) + "\n" for i in range(1, 4)))
     url = f"http://{host}/a.jsonl?versionId=1&{param}"
@@ -134,7 +135,19 @@ def test_a_credential_in_a_testpaths_url_is_refused_before_pytest_prints_it(
             f"({name}), and pytest prints testpaths whole") in result.stderr.str(), result.stderr.str()
     assert "on the command line" in result.stderr.str()
     assert_no_secret(result.stdout.str(), result.stderr.str())
+
+
+def test_a_credential_in_a_url_on_the_command_line_is_used_never_shown(project: TokProject, server):
+    """The previous test's URLs, each a file of its own, named on the command line in one run."""
+    root, host = server
+    urls = []
+    for k, param in enumerate(PARAMS):
+        (root / f"a{k}.jsonl").write_text("".join(json.dumps(rec(10 * k + i)) + "\n" for i in range(1, 4)))
+        urls.append(f"http://{host}/a{k}.jsonl?versionId=1&{param}")
     project.ini()
-    result = project.run("-rA", paths=(url,))
+    result = project.run("-rA", paths=tuple(urls))
     assert result.ret == pytest.ExitCode.OK, result.stdout.str() + result.stderr.str()
     assert_no_secret(result.stdout.str(), result.stderr.str())
+    for k, param in enumerate(PARAMS):  # each used: its item passed
+        shown = f"http://{host}/a{k}.jsonl?versionId=1&{param.split('=')[0]}=***"
+        assert f"PASSED {shown}::tokaudit" in result.stdout.lines, result.stdout.str()

@@ -10,7 +10,8 @@ import re
 
 import pytest
 
-from conftest import TokProject, assert_no_crash, assert_usage_error, failure_section, merge, summary_section
+from conftest import (XDIST_MODES, TokProject, assert_no_crash, assert_usage_error, failure_section, merge,
+                      summary_section)
 from wholebill import batch_pair, error_line, tokenizer_copy, write_jsonl
 
 # The merge test judges in this process: numpy (a C extension) is imported at collection, so
@@ -110,6 +111,10 @@ def test_the_join_under_two_workers_is_the_same(pytester: pytest.Pytester):
     assert_error_lines_apart(result, project)
 
 
+# Without xdist: the first part of test_the_merge_of_two_parts_judges_the_whole_join (the same
+# run). With two workers in the full matrix only, as every -n 2 variant of this module.
+@pytest.mark.full
+@pytest.mark.parametrize("xdist_mode", [XDIST_MODES["xdist-2"]], ids=["xdist-2"])
 def test_partial_run_never_passes_the_join(project: TokProject):
     batch_project(project)
     result = project.run(paths=("data/out1.jsonl",))
@@ -119,68 +124,20 @@ def test_partial_run_never_passes_the_join(project: TokProject):
     assert message.startswith("partial run")
 
 
-def test_prompt_audit_on_the_joined_pair(pytester: pytest.Pytester):
-    project = TokProject(pytester, ())
-    requests, responses = batch_pair(4)
-    responses[1]["response"]["body"]["usage"]["prompt_tokens"] += 30  # a system prompt added
-    write_jsonl(project.path / "batches/job_input.jsonl", requests)
-    write_jsonl(project.path / "data/out.jsonl", responses)
-    project.ini(**BATCH_INI, tokaudit_tokenizer=str(tokenizer_copy(project.path)))
-    result = project.run()
-    assert_no_crash(result)
-    section = failure_section(result, "data/out.jsonl")
-    cid = responses[1]["custom_id"]
-    line = [s for s in section if ": prompt_count: " in s]
-    assert len(line) == 1 and line[0].startswith(f"data/out.jsonl:2: custom_id={cid!r}: prompt_count: prompt billed "), section
-    k = int(cid.split("-")[1])
-    assert f"(request batches/job_input.jsonl:{k + 1})" in line[0]
-    assert outcome_lines(result, "requests")[0] == "passed"
-    assert any(s.startswith("group") for s in summary_section(result))
-
-
-def test_the_cache_is_keyed_on_the_template_and_the_request_files(pytester: pytest.Pytester):
-    project = TokProject(pytester, ())
-    requests, responses = batch_pair(3)
-    write_jsonl(project.path / "batches/job_input.jsonl", requests)
-    write_jsonl(project.path / "data/out.jsonl", responses)
-    tok = tokenizer_copy(project.path)
-    template = json.loads((tok / "tokenizer_config.json").read_text())["chat_template"]
-    (project.path / "chat.jinja").write_text(template)
-    project.ini(**BATCH_INI, tokaudit_tokenizer=str(tok), tokaudit_chat_template="chat.jinja")
-
-    out = {}
-
-    def run() -> dict:
-        result = project.run("--tokaudit-json=report.json")
-        assert_no_crash(result)
-        out["text"] = result.stdout.str()
-        return json.loads((project.path / "report.json").read_text())["cache"]
-
-    assert run()["audited"] == ["data/out.jsonl::tokaudit"]
-    assert run()["items"] == ["data/out.jsonl::tokaudit"]  # nothing changed: reused
-    # A template that adds a line to every prompt: audited again, and every prompt is off.
-    (project.path / "chat.jinja").write_text(
-        "{{- 'A hidden instruction the provider adds to every single prompt it is sent, "
-        "billed to you without being asked for, which nobody would see.\\n' }}" + template)
-    assert run()["audited"] == ["data/out.jsonl::tokaudit"]
-    assert "prompt_count: prompt billed" in out["text"]
-    (project.path / "chat.jinja").write_text(template)
-    assert run()["items"] == ["data/out.jsonl::tokaudit"]  # back as it was: the old entry
-    # A request file changed (another message): audited again.
-    requests[0]["body"]["messages"][1]["content"] += " Show your work."
-    write_jsonl(project.path / "batches/job_input.jsonl", requests)
-    assert run()["audited"] == ["data/out.jsonl::tokaudit"]
-
-
 def test_the_merge_of_two_parts_judges_the_whole_join(pytester: pytest.Pytester, monkeypatch):
-    """Each CI part alone is partial (skipped); their reports merged see every answer."""
+    """Each CI part alone is partial: a partial run never passes the join (the part whose
+    answers all have a request is skipped as partial); their reports merged see every answer."""
     project = TokProject(pytester, ("-p", "no:xdist"))
     batch_project(project)
     monkeypatch.chdir(project.path)
     for name, paths in (("p1.json", ("data/out1.jsonl",)), ("p2.json", ("data/out2.jsonl", "data/errors.jsonl"))):
         result = project.run(f"--tokaudit-json={name}", paths=paths)
         assert_no_crash(result)
-        assert outcome_lines(result, "requests")[0] in ("skipped", "failed")
+        outcome, message = outcome_lines(result, "requests")
+        if name == "p1.json":
+            assert outcome == "skipped" and message.startswith("partial run"), message
+        else:
+            assert outcome in ("skipped", "failed")
     ret, out, _ = merge("p1.json", "p2.json", "--json", "merged.json")
     assert ret == pytest.ExitCode.TESTS_FAILED
     line = next(l for l in out.splitlines() if "tokaudit::requests" in l)
@@ -192,37 +149,72 @@ def test_the_merge_of_two_parts_judges_the_whole_join(pytester: pytest.Pytester,
     assert (entry["errors"], entry["findings"]) == (1, 0), entry
 
 
-# -- request files compressed, or at a URL ---------------------------------------------------
+# -- the prompt audit, request files compressed, the cache key ------------------------------
 
 # The same inflating path for either codec (each read by sources' tests): .zst in full.
 @pytest.mark.parametrize("suffix", [".jsonl.gz", pytest.param(".jsonl.zst", marks=pytest.mark.full)])
-def test_compressed_request_files_are_read_as_plain_ones(pytester: pytest.Pytester, suffix: str):
-    """Request files read with the package's own codecs: joined, and each response's
-    request read back (the prompt audit names the one it finds off, at its line)."""
+def test_prompt_audit_on_the_joined_pair(pytester: pytest.Pytester, suffix: str):
+    """The prompt audit on the joined pair names the one response billed off, at its line, and
+    its request's place; the request files are read with the package's own codecs (two files,
+    one compressed: each request's place is its own file's line). The cache is keyed on the
+    chat template and the request files' bytes: each changed alone audits again."""
     if suffix.endswith(".zst"):
         pytest.importorskip("zstandard")
     from conftest import compress
 
     project = TokProject(pytester, ())
     requests, responses = batch_pair(4)
-    responses[1]["response"]["body"]["usage"]["prompt_tokens"] += 30  # a system prompt added
-    # Two request files, one compressed: each request's place is its own file's line.
-    plain = "".join(json.dumps(r) + "\n" for r in requests[:2]).encode()
-    packed = "".join(json.dumps(r) + "\n" for r in requests[2:]).encode()
-    (project.path / "batches").mkdir()
-    (project.path / "batches/a_input.jsonl").write_bytes(plain)
-    (project.path / f"batches/b_input{suffix}").write_bytes(compress(packed, suffix))
+    # A system prompt added (longer than the template below adds: that one is off too).
+    responses[1]["response"]["body"]["usage"]["prompt_tokens"] += 60
+
+    def write_requests() -> None:
+        plain = "".join(json.dumps(r) + "\n" for r in requests[:2]).encode()
+        packed = "".join(json.dumps(r) + "\n" for r in requests[2:]).encode()
+        (project.path / "batches").mkdir(exist_ok=True)
+        (project.path / "batches/a_input.jsonl").write_bytes(plain)
+        (project.path / f"batches/b_input{suffix}").write_bytes(compress(packed, suffix))
+
+    write_requests()
     write_jsonl(project.path / "data/out.jsonl", responses)
+    tok = tokenizer_copy(project.path)
+    template = json.loads((tok / "tokenizer_config.json").read_text())["chat_template"]
+    (project.path / "chat.jinja").write_text(template)
     project.ini(**{**BATCH_INI, "tokaudit_requests": "batches/*_input.jsonl*"},
-                tokaudit_tokenizer=str(tokenizer_copy(project.path)))
-    result = project.run()
-    assert_no_crash(result)
+                tokaudit_tokenizer=str(tok), tokaudit_chat_template="chat.jinja")
+
+    def run() -> tuple[pytest.RunResult, dict]:
+        result = project.run("--tokaudit-json=report.json")
+        assert_no_crash(result)
+        return result, json.loads((project.path / "report.json").read_text())["cache"]
+
+    def prompt_lines(result: pytest.RunResult) -> list[str]:
+        return [s for s in failure_section(result, "data/out.jsonl") if ": prompt_count: " in s]
+
+    result, cache = run()
+    assert cache["audited"] == ["data/out.jsonl::tokaudit"]
     assert outcome_lines(result, "requests") == ["passed", "4 requests, 4 answered exactly once"]
     cid = responses[1]["custom_id"]
     k = int(cid.split("-")[1])
     where = f"batches/a_input.jsonl:{k + 1}" if k < 2 else f"batches/b_input{suffix}:{k - 1}"
-    line = [s for s in failure_section(result, "data/out.jsonl") if ": prompt_count: " in s]
-    assert len(line) == 1 and f"(request {where})" in line[0], line
+    line = prompt_lines(result)
+    assert len(line) == 1 and line[0].startswith(
+        f"data/out.jsonl:2: custom_id={cid!r}: prompt_count: prompt billed "), line
+    assert f"(request {where})" in line[0], line
+    assert any(s.startswith("group") for s in summary_section(result))
+
+    # A template that adds a line to every prompt: audited again, and every prompt is off.
+    (project.path / "chat.jinja").write_text(
+        "{{- 'A hidden instruction the provider adds to every single prompt it is sent, "
+        "billed to you without being asked for, which nobody would see.\\n' }}" + template)
+    result, cache = run()
+    assert cache["audited"] == ["data/out.jsonl::tokaudit"]
+    assert len(prompt_lines(result)) == 4, result.stdout.str()
+    (project.path / "chat.jinja").write_text(template)
+    assert run()[1]["items"] == ["data/out.jsonl::tokaudit"]  # back as it was: the old entry
+    # A request file changed (another message): audited again.
+    requests[0]["body"]["messages"][1]["content"] += " Show your work."
+    write_requests()
+    assert run()[1]["audited"] == ["data/out.jsonl::tokaudit"]
 
 
 def test_request_files_at_a_url_are_a_usage_error_naming_the_key(project: TokProject):

@@ -51,6 +51,13 @@ def test_a_k_run_names_the_checks_it_left_out(project: TokProject):
     ], result.stdout.str()
     # The sharded file's own verdict ran (every shard did): it is no partial part.
     assert "big.jsonl [file]" not in result.stdout.str()
+    # -k deselects the dataset checks like any test whose name does not match: the other
+    # two files and the three checks (test_dataset.py's -k run, folded here).
+    shards = shard_count((project.path / "data/big.jsonl").stat().st_size, 600)
+    counts = result.parseoutcomes()
+    assert counts.get("passed") == shards + 1 and not counts.get("skipped"), counts
+    if "-n" not in project.mode:  # xdist's summary line counts no deselected item
+        assert counts.get("deselected") == 5, counts
 
 
 def test_a_shard_left_out_leaves_its_file_verdict_unjudged(project: TokProject):

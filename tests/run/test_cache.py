@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
-from conftest import FULL, UNRELATED_PLUGINS, XDIST_MODES, TokProject, assert_no_crash, failure_section, line_starts, rec, summary_section
+from conftest import FULL, UNRELATED_PLUGINS, XDIST_MODES, Run, TokProject, assert_no_crash, failure_section, line_starts, rec, summary_section
 
 from pytest_tokaudit.sources.base import shard_cuts
 from pytest_tokaudit.sources.digest import RACY_NS, digest_range, file_state
@@ -130,7 +130,11 @@ def test_a_second_run_on_unchanged_data_audits_no_record(dataset: TokProject):
     lf.stdout.fnmatch_lines(["FAILED data/b.jsonl::tokaudit - 1 of 3 audited records*"])
 
 
-def test_a_changed_file_of_the_same_size_and_mtime_is_audited_again(dataset: TokProject):
+def test_a_changed_file_or_shard_is_audited_again_alone(dataset: TokProject):
+    """After a cold run, two edits in turn, a run after each: a file changed in place at the
+    same size and modification time is audited again, alone; then a change in the last
+    shard of a sharded file audits that shard alone, the file judged from the others' cached
+    summaries and the new one."""
     dataset.run()
     assert audited(dataset) == 33
     path = dataset.path / "data/a.jsonl"
@@ -144,10 +148,6 @@ def test_a_changed_file_of_the_same_size_and_mtime_is_audited_again(dataset: Tok
     assert audited(dataset) == 5  # a.jsonl only
     result.stdout.fnmatch_lines(["FAILED data/a.jsonl::tokaudit - 1 of 5 audited records*"])
 
-
-def test_a_changed_shard_is_audited_again_alone(dataset: TokProject):
-    dataset.run()
-    assert audited(dataset) == 33
     path = dataset.path / "data/big.jsonl"
     lines = path.read_bytes().splitlines(keepends=True)
     lines[-1] = lines[-1].replace(b'"completion_tokens": 10', b'"completion_tokens": 99')
@@ -453,37 +453,67 @@ def pytest_tokaudit_check_record(record, limit=settings.LIMIT):
 }
 
 
-@ONE_PROCESS
-@pytest.mark.parametrize("variant", sorted(HELPERS))
-def test_the_key_covers_a_check_however_it_was_built(project: TokProject, variant: str):
-    """A check made by a factory, a decorator, a plugin instance or a helper module is keyed
-    by what it does: after an edit anywhere in it, a warm run's verdict is a cold run's."""
-    spec = HELPERS[variant]
-    project.ini(tokaudit_count_mean_rel="")
-    project.jsonl("data/a.jsonl", [rec(i, 5) for i in range(3)])
-    for name, text in spec.items():
+def variant_files(variant: str) -> dict[str, str]:
+    """A variant's files in data/VARIANT/ beside its data, its modules named after it (every
+    variant is loaded in the same process): helpers -> helpers_VARIANT."""
+    slug = variant.replace("-", "_")
+    out = {}
+    for name, text in HELPERS[variant].items():
         if name != "edit":
-            project.write(name, text)
-    first = project.run("--tokaudit-json=audit.json")
-    assert_no_crash(first)
-    assert first.ret == pytest.ExitCode.OK, first.stdout.str()
-    assert report(project)["cache"]["audited"] == ["data/a.jsonl::tokaudit"]
-    warm = project.run("--tokaudit-json=audit.json")
-    assert report(project)["cache"]["items"] == ["data/a.jsonl::tokaudit"]  # keyed, and reused
+            out[name.replace("helpers", f"helpers_{slug}").replace("settings", f"settings_{slug}")] = \
+                text.replace("helpers", f"helpers_{slug}").replace("settings", f"settings_{slug}")
+    return out
 
-    name, old, new = spec["edit"]
-    path = project.path / name
-    path.write_text(path.read_text().replace(old, new))
-    for cached in [p for p in project.path.rglob("__pycache__")]:  # a same-second edit
-        for pyc in cached.iterdir():
-            pyc.unlink()
-    after = project.run("--tokaudit-json=audit.json")
-    assert_no_crash(after)
-    cold = project.run("--tokaudit-no-cache")
-    assert cold.ret == pytest.ExitCode.TESTS_FAILED, cold.stdout.str()
-    assert after.ret == cold.ret, after.stdout.str()
-    assert report(project)["cache"]["items"] == []
-    assert warm.ret == pytest.ExitCode.OK
+
+# The plugin instance's check reaches every folder (pytest_configure registers it for the
+# run): its edit comes last, when every other variant's has been made.
+VARIANT_ORDER = sorted(HELPERS, key=lambda v: (v == "plugin-instance", v))
+
+
+@ONE_PROCESS
+def test_the_key_covers_a_check_however_it_was_built(project: TokProject):
+    """A check made by a factory, a decorator, a plugin instance or a helper module is keyed
+    by what it does: after an edit anywhere in it, a warm run's verdict is a cold run's.
+
+    Every variant in a folder of its own (data/VARIANT/, its conftest.py and modules beside
+    its a.jsonl), all reused by a warm run; then each variant's edit in turn, the others'
+    already made, each followed by a run: its file fails with nothing reused (a reused PASS
+    would be a false green), the files of the variants not yet edited still pass."""
+    project.ini(tokaudit_count_mean_rel="")
+    items = {v: f"data/{v}/a.jsonl::tokaudit" for v in VARIANT_ORDER}
+    for variant in VARIANT_ORDER:
+        project.jsonl(f"data/{variant}/a.jsonl", [rec(i, 5) for i in range(3)])
+        for name, text in variant_files(variant).items():
+            project.write(f"data/{variant}/{name}", text)
+    first = Run(project.run("--tokaudit-json=audit.json"))
+    assert_no_crash(first.result)
+    assert first.ret == pytest.ExitCode.OK, first
+    assert report(project)["cache"]["audited"] == sorted(items.values())
+    warm = Run(project.run("--tokaudit-json=audit.json"))
+    assert warm.ret == pytest.ExitCode.OK, warm
+    assert report(project)["cache"]["items"] == sorted(items.values())  # keyed, and reused
+
+    for k, variant in enumerate(VARIANT_ORDER):
+        name, old, new = HELPERS[variant]["edit"]
+        slug = variant.replace("-", "_")
+        path = project.path / "data" / variant / name.replace("helpers", f"helpers_{slug}").replace(
+            "settings", f"settings_{slug}")
+        assert old in path.read_text(), (variant, path)
+        path.write_text(path.read_text().replace(old, new))
+        for cached in [p for p in project.path.rglob("__pycache__")]:  # a same-second edit
+            for pyc in cached.iterdir():
+                pyc.unlink()
+        after = Run(project.run("--tokaudit-json=audit.json", "-rA"))
+        assert_no_crash(after.result)
+        assert after.ret == pytest.ExitCode.TESTS_FAILED, (variant, after)
+        assert report(project)["cache"]["items"] == [], (variant, after)
+        assert after.outcome(items[variant]) == "FAILED", (variant, after)
+        if variant != "plugin-instance":
+            assert all(after.outcome(items[v]) == "PASSED" for v in VARIANT_ORDER[k + 1:]), (variant, after)
+    cold = Run(project.run("--tokaudit-no-cache", "-rA"))
+    assert cold.ret == pytest.ExitCode.TESTS_FAILED, cold
+    assert after.outcomes() == cold.outcomes() and all(
+        cold.outcome(i) == "FAILED" for i in items.values()), cold
 
 
 @ONE_PROCESS
@@ -635,16 +665,21 @@ EDIT = st.tuples(
 )
 
 
+# A run's edits: one or two, of different files (the races of two files are each their own).
+STEP = st.lists(EDIT, min_size=1, max_size=2, unique_by=lambda edit: edit[0])
+
+
 # The suite runs the examples below (each a race once lost); the full matrix searches on.
 @settings(max_examples=5, deadline=None, phases=tuple(Phase) if FULL else (Phase.explicit,),
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-@given(steps=st.lists(EDIT, min_size=1, max_size=3))
+@given(steps=st.lists(STEP, min_size=1, max_size=3))
 # The file replaced (same size) right after it was hashed: its new verdict must not be
-# stored under the old bytes, in place or by rename, a whole file or a shard.
-@example(steps=[("a.jsonl", frozenset(), "hash", "inplace")])
-@example(steps=[("a.jsonl", frozenset(), "hash", "replace")])
-@example(steps=[("big.jsonl", frozenset({3}), "hash", "inplace"), ("big.jsonl", frozenset(), "between", "inplace")])
-@example(steps=[("a.jsonl", frozenset({2}), "audit", "inplace"), ("a.jsonl", frozenset({0}), "between", "inplace")])
+# stored under the old bytes, in place or by rename, a whole file or a shard (the whole
+# file and the shards in place race in the same runs).
+@example(steps=[[("a.jsonl", frozenset(), "hash", "inplace"), ("big.jsonl", frozenset({3}), "hash", "inplace")],
+                [("big.jsonl", frozenset(), "between", "inplace")]])
+@example(steps=[[("a.jsonl", frozenset(), "hash", "replace")]])
+@example(steps=[[("a.jsonl", frozenset({2}), "audit", "inplace")], [("a.jsonl", frozenset({0}), "between", "inplace")]])
 def test_edits_interleaved_with_runs_never_store_a_verdict_under_other_bytes(
     pytester: pytest.Pytester, steps: list
 ):
@@ -661,19 +696,21 @@ def test_edits_interleaved_with_runs_never_store_a_verdict_under_other_bytes(
     seen = {name: {race_bytes(name, bad)} for name, bad in start.items()}
     for name, bad in start.items():
         project.write(f"data/{name}", race_bytes(name, bad))
-    for name, bad, when, how in steps:
-        data = race_bytes(name, bad)
-        seen[name].add(data)
-        if when == "between":
-            project.write(f"data/{name}", data)
-            project.write("edits.json", "[]")
-        else:
-            project.write("edits.json", json.dumps([
-                {"file": name, "data": data.hex(), "when": when, "how": how}]))
+    for step in steps:
+        queued = []
+        for name, bad, when, how in step:
+            data = race_bytes(name, bad)
+            seen[name].add(data)
+            if when == "between":
+                project.write(f"data/{name}", data)
+            else:
+                queued.append({"file": name, "data": data.hex(), "when": when, "how": how})
+        project.write("edits.json", json.dumps(queued))
         result = project.run()
         assert_no_crash(result)
-        if when == "hash":  # the file is hashed on every run, reused or not: the edit landed
-            assert json.loads((project.path / "edits.json").read_text()) == []
+        # the file is hashed on every run, reused or not: an edit after hashing landed
+        left = json.loads((project.path / "edits.json").read_text())
+        assert not [edit for edit in left if edit["when"] == "hash"], left
         assert_entries_hold_their_bytes(project, seen)
     project.write("edits.json", "[]")
     warm = project.run()

@@ -9,7 +9,8 @@ hook can tell it runs on the cluster; and the endpoint and keys of a moto S3 ser
 the session starts, as a cluster's workers have their storage credentials.
 
 The suite compares a representative project (a sharded file, the bad-input corpus's lines,
-a folder's conftest.py, a dataset check) with an in-process run; the full parity set (the
+a folder's conftest.py, a dataset check, small files sharing a task, s3:// data, every form
+of hook registration: each case its own folder, read per node id) with an in-process run; the full parity set (the
 whole corpus, compressed and truncated files, Parquet, other contracts, the whole bill,
 Ray Client addresses) is marked `full` and runs in `nox -s full` (docs/version-matrix.md),
 with the cluster killed mid-run.
@@ -33,7 +34,8 @@ from typing import Any
 
 import pytest
 
-from conftest import UNRELATED_PLUGINS, assert_no_crash, compress, failure_section, jsonl_bytes, rec, summary_rows
+from conftest import (UNRELATED_PLUGINS, assert_no_crash, compress, failure_section, failure_sections,
+                      jsonl_bytes, rec, summary_rows)
 from corpus import BAD_LINES, NEW_BAD_LINES, SHARD_SIZE, complete_lines, shard_records
 
 pytest.importorskip("ray", reason="the [ray] extra is not installed (pip install -e '.[test]')")
@@ -142,22 +144,52 @@ def on_ray(ray_cluster, monkeypatch: pytest.MonkeyPatch) -> str:
     return ray_cluster.address
 
 
-def run(pytester: pytest.Pytester, *args: str, paths: tuple[str, ...] = ("data",)
-        ) -> tuple[pytest.RunResult, dict]:
+def run(pytester: pytest.Pytester, *args: str, paths: tuple[str, ...] = ("data",),
+        cache: bool = False) -> tuple[pytest.RunResult, dict]:
+    """A run read with its JSON report; without the cache unless `cache` (a cold cache says
+    nothing in the output, so such a run compares with an uncached one)."""
     report = pytester.path / "report.json"
     # No progress lines: whether a run shows one depends on how long its items took.
     result = pytester.runpytest_subprocess(
         "--tokaudit", *paths, "-p", "no:xdist", *UNRELATED_PLUGINS, "-rA",
-        "--tokaudit-no-cache", f"--tokaudit-json={report}", "-o", "tokaudit_progress_interval=0",
+        *([] if cache else ["--tokaudit-no-cache"]), f"--tokaudit-json={report}",
+        "-o", "tokaudit_progress_interval=0",
         *args, timeout=300)
     data = json.loads(report.read_text()) if report.exists() else {}
     report.unlink(missing_ok=True)  # not a file the next run's coverage check should see
     return result, data
 
 
+# The lines a Ray notice may run on to after its '(raylet)' line: its detail's traceback.
+NOTICE_GOES_ON = re.compile(
+    r"^($|\s|Traceback |During handling|The above exception|\[repeated |[\w.]+(Error|Exception|Exit)\b)")
+
+
+def uncaptured(lines: list[str]) -> list[str]:
+    """`lines` as pytest and the plugin wrote them: without pytest's 'Captured stdout/stderr'
+    sections, and without Ray's own notices. Ray's driver prints a raylet notice (a dead
+    worker's, whose detail may hold a traceback) whenever it arrives, inside a capture or
+    outside it (after the summary line, say): its '(raylet)' line and the traceback lines
+    that follow it."""
+    out: list[str] = []
+    captured = notice = False
+    for line in lines:
+        if re.match(r"^([=_-])\1{2,} .* \1{2,}$", line):
+            captured, notice = " Captured " in line, False
+        elif "(raylet)" in line:
+            notice = True
+        elif notice:
+            notice = bool(NOTICE_GOES_ON.match(line))
+        if not (captured or notice):
+            out.append(line)
+    return out
+
+
 def lines(result: pytest.RunResult) -> list[str]:
-    """The output but what differs between two identical runs (times, the reports' names)."""
-    return [re.sub(r" in \d+\.\d+s", " in Ns", line) for line in result.stdout.lines
+    """The output but what differs between two identical runs (times, and with them the
+    summary line's padding: a run of 10 s or more has one '=' fewer; the reports' names)."""
+    return [re.sub(r" in \d+\.\d+s( \(\d+:\d\d:\d\d\))?", " in Ns", line).strip("= ")
+            for line in result.stdout.lines
             if "tokaudit JSON report:" not in line and "tokaudit failures file:" not in line]
 
 
@@ -199,13 +231,164 @@ def parity_project(pytester: pytest.Pytester) -> Path:
     return marks
 
 
-def test_the_ray_engine_gives_the_same_verdicts_as_in_process(pytester: pytest.Pytester, on_ray):
+FORMS_ROOT = """
+pytest_plugins = ["tokplug"]
+"""
+
+FORMS_PLUGIN = """
+def pytest_tokaudit_check_record(record):
+    if record.id == "s5":
+        return "pytest_plugins: s5"
+"""
+
+FORMS_PARENT = '''
+import os
+
+import pytest
+
+MARKS = %r
+
+
+def mark(tag):
+    if os.environ.get("TOKAUDIT_TEST_ON_RAY"):  # proof that this form ran on the cluster
+        open(os.path.join(MARKS, tag), "w").close()
+
+
+@pytest.hookimpl(specname="pytest_tokaudit_check_record")
+def pytest_odd_ids(record):  # pytest registers only names starting pytest_
+    mark("specname")
+    if record.id == "s2":
+        return "specname: s2"
+
+
+@pytest.hookimpl(trylast=True, specname="pytest_tokaudit_check_record")
+def pytest_last_word(record):
+    mark("trylast")
+    if record.id == "s2":
+        return "trylast: s2"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_tokaudit_check_batch(records):
+    mark("tryfirst")
+    return [r.finding("first", "tryfirst: s3") for r in records if r.id == "s3"]
+'''
+
+FORMS_CHILD = '''
+import os
+
+import pytest
+
+MARKS = %r
+
+
+def mark(tag):
+    if os.environ.get("TOKAUDIT_TEST_ON_RAY"):
+        open(os.path.join(MARKS, tag), "w").close()
+
+
+@pytest.hookimpl(wrapper=True, specname="pytest_tokaudit_check_record")
+def pytest_wrapped(record):
+    mark("wrapper")
+    answers = yield
+    if record.id == "s4":
+        answers = [*answers, "wrapper: s4"]
+    return answers
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_tokaudit_check_batch(records):
+    mark("hookwrapper")
+    yield
+'''
+
+
+TASK_CONFTEST = """
+import os
+
+def pytest_tokaudit_check_record(record):
+    if os.environ.get("TOKAUDIT_TEST_ON_RAY"):  # which Ray task audited the record
+        import ray
+        open(os.path.join(%r, "task-" + ray.get_runtime_context().get_task_id()), "w").close()
+    if record.id == "f3-1":
+        return "odd: f3-1"
+"""
+
+
+def hook_forms(pytester: pytest.Pytester, folder: str) -> Path:
+    """A file under two conftest.py files holding every form of hook registration, and a
+    `pytest_plugins` module of the root conftest.py (its finding is for id s5, which only
+    this file has); the folder their marks go to."""
+    marks = pytester.path / "form-marks"
+    marks.mkdir()
+    (pytester.path / "conftest.py").write_text(FORMS_ROOT)
+    (pytester.path / "tokplug.py").write_text(FORMS_PLUGIN)
+    data = pytester.path / folder
+    (data / "sub").mkdir(parents=True)
+    (data / "conftest.py").write_text(FORMS_PARENT % str(marks))
+    (data / "sub" / "conftest.py").write_text(FORMS_CHILD % str(marks))
+    (data / "sub" / "a.jsonl").write_text("".join(json.dumps(rec(f"s{i}")) + "\n" for i in range(1, 7)))
+    return marks
+
+
+def small_files(pytester: pytest.Pytester, folder: str) -> Path:
+    """Six small files (a count finding, a hook's finding, a broken line and an id another
+    file has too) under a conftest.py that marks which Ray task audited each record."""
+    marks = pytester.path / "task-marks"
+    marks.mkdir()
+    data = pytester.path / folder
+    data.mkdir(parents=True)
+    (data / "conftest.py").write_text(TASK_CONFTEST % str(marks))
+    for k in range(6):
+        (data / f"f{k}.jsonl").write_text("".join(
+            json.dumps(rec(f"f{k}-{i}", billed=10 + 30 * (k == 2 and i == 0))) + "\n" for i in range(3)))
+    (data / "f5.jsonl").write_text((data / "f5.jsonl").read_text() + json.dumps(rec("f0-0")) + "\n{bad\n")
+    return marks
+
+
+def s3_files(s3_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A bucket holding a sharded file and a small one (ids of their own): their folder's URL."""
+    boto3 = pytest.importorskip("boto3")
+    for name, value in {**S3_KEYS, "FSSPEC_S3_ENDPOINT_URL": s3_endpoint}.items():
+        monkeypatch.setenv(name, value)
+    client = boto3.client("s3", endpoint_url=s3_endpoint)
+    bucket = f"ray-{os.getpid()}-{free_port()}"
+    client.create_bucket(Bucket=bucket)
+    big = "".join((json.dumps(r) if not isinstance(r, str) else r) + "\n" for r in shard_records())
+    big = big.replace('"sample_id": "s', '"sample_id": "u')
+    client.put_object(Bucket=bucket, Key="data/big.jsonl", Body=big.encode())
+    client.put_object(Bucket=bucket, Key="data/a.jsonl",
+                      Body="".join(json.dumps(rec(f"a{i}")) + "\n" for i in range(4)).encode())
+    return f"s3://{bucket}/data/"
+
+
+def test_the_ray_engine_gives_the_same_verdicts_as_in_process(pytester: pytest.Pytester, on_ray,
+                                                              s3_endpoint, monkeypatch: pytest.MonkeyPatch):
+    """The parity project, with two more cases audited in the same two runs (each its own
+    files, hooks and verdicts): small files sharing a Ray task (data/small: a task's round
+    trip costs more than auditing a small file, so they go to the cluster several to a task,
+    each with its own summary, finding and verdict), and s3:// URLs (listed by pytest, read
+    by the Ray workers with their own credentials; without moto, left out). And data/forms
+    (issue #31 item 5): the workers' hooks are pytest's registrations, not module attributes
+    named like hooks: a specname'd function, tryfirst/trylast, wrapper and hookwrapper, a
+    parent folder's conftest.py and a `pytest_plugins` module (the root conftest's) all run
+    there, in pytest's order."""
     marks = parity_project(pytester)
+    task_marks = small_files(pytester, "data/small")
+    form_marks = hook_forms(pytester, "data/forms")
+    url = s3_files(s3_endpoint, monkeypatch) if s3_endpoint else None
+    paths = ("data", url) if url else ("data",)
     failures = {mode: pytester.path.parent / f"{pytester.path.name}-{mode}-failures.jsonl"
                 for mode in ("local", "ray")}
-    local, local_report = run(pytester, f"--tokaudit-failures={failures['local']}")
+    local, local_report = run(pytester, f"--tokaudit-failures={failures['local']}", paths=paths)
     assert not list(marks.iterdir())  # the runs of the test itself are not on the cluster
-    ray, ray_report = run(pytester, "--tokaudit-engine=ray", f"--tokaudit-failures={failures['ray']}")
+    assert not list(task_marks.iterdir()) and not list(form_marks.iterdir())
+    # The Ray run stores its verdicts in the cache (a cold one, so its output is an uncached
+    # run's); the in-process run did not use it.
+    ray, ray_report = run(pytester, "--tokaudit-engine=ray", f"--tokaudit-failures={failures['ray']}",
+                          paths=paths, cache=True)
+    # The reports differ in their cache only: on and cold (nothing reused), and off.
+    assert ray_report.pop("cache")["items"] == local_report.pop("cache")["items"] == []
     assert_same(ray, ray_report, local, local_report)
     # Every bad record, uncapped: the same file (the tasks send their findings back).
     assert failures["ray"].read_bytes() == failures["local"].read_bytes()
@@ -221,6 +404,39 @@ def test_the_ray_engine_gives_the_same_verdicts_as_in_process(pytester: pytest.P
                               "FAILED tox.ini::tokaudit::unique_ids - *"])
     assert len(re.findall(r"^\w+ data/big\.jsonl::tokaudit\[shard \d+\]", ray.stdout.str(), re.M)) > 2
     assert any("odd: sample s2" in line for line in failure_section(ray, "data/sub/b.jsonl"))
+    # The small files: one task audited the six, each with its own verdict (f2's count, f3's
+    # hook finding, f5's broken line; f5's f0-0 is a second f0-0 for unique_ids).
+    assert len(list(task_marks.iterdir())) == 1
+    out = ray.stdout.str()
+    for k, word in enumerate(["PASSED", "PASSED", "FAILED", "FAILED", "PASSED", "FAILED"]):
+        assert re.search(rf"^{word} data/small/f{k}\.jsonl::tokaudit( - |$)", out, re.M), (k, out)
+    assert any("odd: f3-1" in line for line in failure_section(ray, "data/small/f3.jsonl"))
+    unique = failure_sections(ray, "tokaudit::unique_ids")
+    assert len(unique) == 1 and any(line.startswith("sample_id='f0-0': 2 records: data/small/f0.jsonl:1, "
+                                                    "data/small/f5.jsonl:4") for line in unique[0]), unique
+    if url:
+        ray.stdout.fnmatch_lines([f"PASSED {url}a.jsonl::tokaudit",
+                                  f"FAILED {url}big.jsonl::tokaudit[[]file[]] - *"])
+        # No bytes of the data were read in the pytest process: the items' tasks read them.
+        assert "s3://" in json.dumps(ray_report["files"])
+    # The hook forms: each one's finding, each one ran on the cluster.
+    section = failure_section(ray, "data/forms/sub/a.jsonl")
+    for finding in ("specname: s2", "trylast: s2", "tryfirst: s3", "wrapper: s4", "pytest_plugins: s5"):
+        assert any(finding in line for line in section), (finding, section)
+    assert sorted(p.name for p in form_marks.iterdir()) == [
+        "hookwrapper", "specname", "tryfirst", "trylast", "wrapper"]
+    # With the cache: the Ray run's verdict is stored, and an in-process run reusing it is red
+    # as an uncached one (its green used to be stored, then served).
+    again, again_report = run(pytester, paths=paths, cache=True)
+    assert "data/forms/sub/a.jsonl::tokaudit" in again_report["cache"]["items"]
+    assert again_report["cache"]["audited"] == []  # every item reused
+    assert again.ret == pytest.ExitCode.TESTS_FAILED
+    again.stdout.fnmatch_lines(["FAILED data/forms/sub/a.jsonl::tokaudit - *"])
+
+    def verdicts(result: pytest.RunResult) -> list[str]:
+        return sorted(re.findall(r"^(?:PASSED|FAILED|ERROR|SKIPPED) \S+", result.stdout.str(), re.M))
+
+    assert verdicts(again) == verdicts(local)  # every verdict as the uncached run's
 
 
 @pytest.mark.full  # the parity above, through Ray Client's transport (ray's, not ours)
@@ -237,32 +453,6 @@ def test_ray_client_addresses_give_the_same_verdicts(pytester: pytest.Pytester, 
     assert_same(ray, ray_report, local, local_report)
 
 
-def test_data_in_object_storage_is_read_on_the_cluster(pytester: pytest.Pytester, on_ray,
-                                                         s3_endpoint, monkeypatch: pytest.MonkeyPatch):
-    """s3:// URLs: listed by pytest, read by the Ray workers with their own credentials."""
-    if s3_endpoint is None:
-        pytest.skip("moto is not installed")
-    boto3 = pytest.importorskip("boto3")
-    for name, value in {**S3_KEYS, "FSSPEC_S3_ENDPOINT_URL": s3_endpoint}.items():
-        monkeypatch.setenv(name, value)
-    client = boto3.client("s3", endpoint_url=s3_endpoint)
-    bucket = f"ray-{os.getpid()}-{free_port()}"
-    client.create_bucket(Bucket=bucket)
-    pytester.makeini(f"[pytest]\ntokaudit_shard_size = {SHARD_SIZE}\n")
-    big = "".join((json.dumps(r) if not isinstance(r, str) else r) + "\n" for r in shard_records())
-    client.put_object(Bucket=bucket, Key="data/big.jsonl", Body=big.encode())
-    client.put_object(Bucket=bucket, Key="data/a.jsonl",
-                      Body="".join(json.dumps(rec(f"a{i}")) + "\n" for i in range(4)).encode())
-    url = f"s3://{bucket}/data/"
-    local, local_report = run(pytester, paths=(url,))
-    ray, ray_report = run(pytester, "--tokaudit-engine=ray", paths=(url,))
-    assert_same(ray, ray_report, local, local_report)
-    ray.stdout.fnmatch_lines([f"PASSED {url}a.jsonl::tokaudit",
-                              f"FAILED {url}big.jsonl::tokaudit[[]file[]] - *"])
-    # No bytes of the data were read in the pytest process: the items' tasks read them.
-    assert "s3://" in json.dumps(ray_report["files"])
-
-
 KILLING_CONFTEST = """
 import os, signal
 
@@ -273,65 +463,6 @@ def pytest_tokaudit_check_batch(records, summary):
         open(flag, "a").write("%%d\\n" %% os.getpid())
         os.kill(os.getpid(), signal.SIGKILL)
 """
-
-
-def test_a_worker_killed_mid_task_gives_the_same_verdict_and_says_so(pytester: pytest.Pytester, on_ray):
-    pytester.makeini("[pytest]\n")
-    flags = pytester.path / "flags"
-    flags.mkdir()
-    data = pytester.path / "data"
-    data.mkdir()
-    (data / "conftest.py").write_text(KILLING_CONFTEST % (str(flags), "not os.path.exists(flag)"))
-    (data / "a.jsonl").write_text("".join(json.dumps(rec(f"a{i}", billed=10 + 9 * (i == 3))) + "\n"
-                                          for i in range(6)))
-    (data / "b.jsonl").write_text("".join(json.dumps(rec(f"b{i}")) + "\n" for i in range(6)))
-    local, local_report = run(pytester)
-    ray, ray_report = run(pytester, "--tokaudit-engine=ray")
-    assert_no_crash(ray)
-    assert (flags / "killed").read_text().count("\n") == 1  # one worker died
-    outcomes = ray.parseoutcomes()
-    # The two small files shared the task the worker died in: each was audited again, and says so.
-    assert outcomes.pop("warnings") == 2
-    assert outcomes == local.parseoutcomes() == {"failed": 1, "passed": 2}
-    assert ray_report == local_report
-    assert failure_section(ray, "data/a.jsonl") == failure_section(local, "data/a.jsonl")
-    ray.stdout.fnmatch_lines(["*tokaudit: data/a.jsonl was audited again after: WorkerCrashedError*"])
-    ray.stdout.fnmatch_lines(["*tokaudit: data/b.jsonl was audited again after: WorkerCrashedError*"])
-
-
-TASK_CONFTEST = """
-import os
-
-def pytest_tokaudit_check_record(record):
-    if os.environ.get("TOKAUDIT_TEST_ON_RAY"):  # which Ray task audited the record
-        import ray
-        open(os.path.join(%r, "task-" + ray.get_runtime_context().get_task_id()), "w").close()
-    if record.id == "f3-1":
-        return "odd: f3-1"
-"""
-
-
-def test_small_files_share_a_ray_task_with_the_same_verdicts(pytester: pytest.Pytester, on_ray):
-    """A Ray task's round trip costs more than auditing a small file: small files go to
-    the cluster several to a task, each with its own summary, finding and verdict."""
-    pytester.makeini("[pytest]\ntokaudit_unique_ids = true\n")
-    marks = pytester.path / "marks"
-    marks.mkdir()
-    data = pytester.path / "data"
-    data.mkdir()
-    (data / "conftest.py").write_text(TASK_CONFTEST % str(marks))
-    for k in range(6):
-        (data / f"f{k}.jsonl").write_text("".join(
-            json.dumps(rec(f"f{k}-{i}", billed=10 + 30 * (k == 2 and i == 0))) + "\n" for i in range(3)))
-    (data / "f5.jsonl").write_text((data / "f5.jsonl").read_text() + json.dumps(rec("f0-0")) + "\n{bad\n")
-    local, local_report = run(pytester)
-    assert not list(marks.iterdir())
-    ray, ray_report = run(pytester, "--tokaudit-engine=ray")
-    assert_same(ray, ray_report, local, local_report)
-    assert len(list(marks.iterdir())) == 1  # one task audited the six files
-    assert ray.parseoutcomes() == {"failed": 4, "passed": 4}  # f2, f3, f5 and unique_ids
-    ray.stdout.fnmatch_lines(["FAILED data/f2.jsonl::tokaudit - *", "FAILED data/f3.jsonl::tokaudit - *",
-                              "FAILED data/f5.jsonl::tokaudit - *", "FAILED tox.ini::tokaudit::unique_ids - *"])
 
 
 def test_small_items_of_one_hook_set_are_grouped_in_run_order_and_big_ones_go_alone(tmp_path: Path):
@@ -367,21 +498,72 @@ def test_small_items_of_one_hook_set_are_grouped_in_run_order_and_big_ones_go_al
     assert [len(g) for g in grouped(wide, dict.fromkeys((t.key for t in wide), "h"), cpus=2)] == [8] * 4
 
 
-def test_a_task_that_keeps_failing_errors_its_item_and_the_run_is_red(pytester: pytest.Pytester, on_ray):
+RERUN_CONFTEST = """
+import os
+
+def pytest_tokaudit_check_record(record):
+    if not os.environ.get("TOKAUDIT_TEST_ON_RAY"):
+        return None
+    attempts = os.path.join(%r, "attempts")
+    with open(attempts, "a") as fh:
+        fh.write("x")
+    if len(open(attempts).read()) == 1:
+        return "flaky on the first attempt"
+"""
+
+
+REPEAT_PLUGIN = """
+from _pytest.runner import runtestprotocol
+
+
+def pytest_runtest_protocol(item, nextitem):
+    # What a repeating plugin does (pytest-flakefinder, a --count): the same item twice.
+    if "data/twice/" not in item.nodeid:
+        return None
+    item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
+    runtestprotocol(item, nextitem=None, log=True)  # torn down between the two, as a rerun is
+    runtestprotocol(item, nextitem=nextitem, log=True)
+    item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
+    return True
+"""
+
+
+def test_workers_that_die_or_hooks_that_raise_affect_only_their_items(pytester: pytest.Pytester, on_ray):
+    """Each case a folder of one project, its own hook set (so its own Ray tasks):
+    - data/killed: the worker of the first attempt dies mid-task; its two small files
+      shared that task, so each was audited again, says so, and has the verdict, the
+      failure text and the report entry of an in-process run;
+    - data/dies: a task whose worker dies every time errors its item, and the run is red;
+    - data/raises: a hook raising on the cluster fails its item;
+    - data/twice: a plugin that runs an item again (data items are never rerun by
+      pytest-rerunfailures, but a repeating plugin may run one twice): its audit goes to
+      the cluster again (its hooks, the workers' credentials), not into the pytest process,
+      and each verdict is its own audit's."""
     pytester.makeini("[pytest]\n")
+    pytester.makeconftest(REPEAT_PLUGIN)
+    flags = pytester.path / "flags"
+    flags.mkdir()
     data = pytester.path / "data"
-    (data / "dies").mkdir(parents=True)
-    (data / "raises").mkdir()
+    for where in ("killed", "dies", "raises", "twice"):
+        (data / where).mkdir(parents=True)
+    (data / "killed" / "conftest.py").write_text(KILLING_CONFTEST % (str(flags), "not os.path.exists(flag)"))
+    (data / "killed" / "a.jsonl").write_text("".join(
+        json.dumps(rec(f"a{i}", billed=10 + 9 * (i == 3))) + "\n" for i in range(6)))
+    (data / "killed" / "b.jsonl").write_text("".join(json.dumps(rec(f"b{i}")) + "\n" for i in range(6)))
     (data / "dies" / "conftest.py").write_text(KILLING_CONFTEST % (str(pytester.path), "True"))
     (data / "raises" / "conftest.py").write_text(
         "import os\n\ndef pytest_tokaudit_check_record(record):\n"
         "    if os.environ.get('TOKAUDIT_TEST_ON_RAY'):\n"
         "        raise RuntimeError('no such service on the cluster')\n")
-    for where in ("dies", "raises"):
+    (data / "twice" / "conftest.py").write_text(RERUN_CONFTEST % str(pytester.path))
+    for where in ("dies", "raises", "twice"):
         (data / where / "a.jsonl").write_text(json.dumps(rec("x1")) + "\n")
+    local, local_report = run(pytester)
     result, report = run(pytester, "--tokaudit-engine=ray")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
-    assert result.parseoutcomes() == {"errors": 1, "failed": 1, "skipped": 1}
+    # killed: a failed, b passed; dies: an error; raises: failed; twice: failed, then passed;
+    # coverage: skipped. The two files of the task the worker died in were audited again.
+    assert result.parseoutcomes() == {"errors": 1, "failed": 3, "passed": 2, "skipped": 1, "warnings": 2}
     result.stdout.fnmatch_lines([
         "tokaudit: data/dies/a.jsonl: not audited: the task was lost 3 times (retried 2 times); "
         "last: WorkerCrashedError: The worker died unexpectedly*",
@@ -393,6 +575,41 @@ def test_a_task_that_keeps_failing_errors_its_item_and_the_run_is_red(pytester: 
     ])
     assert (pytester.path / "killed").read_text().count("\n") == 3
     assert report["partial"]
+    # No crash of pytest or of the plugin: the one traceback is the raising hook's, in its item's section.
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+    assert "Traceback" not in "\n".join(uncaptured(result.stderr.lines))
+    # Ray's raylet prints its own notices (a dead worker's, which may hold a traceback) into
+    # whatever pytest captures at the time, or outside it: those are Ray's words, not a crash.
+    ours = "\n".join(uncaptured(result.stdout.lines))
+    raised = "\n".join(uncaptured(failure_section(result, "data/raises/a.jsonl")))
+    assert ours.count("Traceback") == raised.count("Traceback") == 1, result.stdout.str()
+    # killed: one worker died; its files' verdicts, failure text and report entries are an
+    # in-process run's, and only they were audited again.
+    assert (flags / "killed").read_text().count("\n") == 1
+    killed = ("data/killed/a.jsonl", "data/killed/b.jsonl")
+    ray_outcomes, local_outcomes = outcomes_of(result), outcomes_of(local)
+    assert {n: ray_outcomes[n] for n in killed} == {n: local_outcomes[n] for n in killed} == {
+        "data/killed/a.jsonl": ["FAILED"], "data/killed/b.jsonl": ["PASSED"]}
+    entries = [f for f in report["files"] if f["path"] in killed]
+    assert len(entries) == 2 and entries == [f for f in local_report["files"] if f["path"] in killed]
+    # ... and they finished: the run is partial for dies and raises only.
+    assert sorted(report["coverage"]["missing"]) == ["data/dies/a.jsonl", "data/raises/a.jsonl"], report
+    assert uncaptured(failure_section(result, killed[0])) == failure_section(local, killed[0])
+    again = re.findall(r"tokaudit: (\S+) was audited again after: WorkerCrashedError", result.stdout.str())
+    assert sorted(again) == list(killed), result.stdout.str()
+    # twice: both runs on the cluster. The first run's finding fails it; the second run
+    # passes: each verdict its own audit's.
+    assert (pytester.path / "attempts").read_text() == "xx"
+    assert sorted(ray_outcomes["data/twice/a.jsonl"]) == ["FAILED", "PASSED"]
+    result.stdout.fnmatch_lines(["*data/twice/a.jsonl:1:*flaky on the first attempt*"])
+
+
+def outcomes_of(result: pytest.RunResult) -> dict[str, list[str]]:
+    """The -rA words of each data file's item, in the order of the summary."""
+    out: dict[str, list[str]] = {}
+    for m in re.finditer(r"^(PASSED|FAILED|ERROR) (data/\S+?)::tokaudit(?: - |$)", result.stdout.str(), re.M):
+        out.setdefault(m[2], []).append(m[1])
+    return out
 
 
 def test_an_unreachable_cluster_or_n_is_a_usage_error(pytester: pytest.Pytester,
@@ -571,10 +788,19 @@ def test_without_ray_address_a_local_instance_is_started_and_shut_down(
     assert_same(ray, ray_report, local, local_report)
     assert pids  # the hook ran in the instance's workers (the run's own process: no engine)
     for pid in pids:  # shut down with the run
-        deadline = time.monotonic() + 20
-        while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+        deadline = time.monotonic() + 30
+        while running(pid) and time.monotonic() < deadline:
             time.sleep(0.2)
-        assert not Path(f"/proc/{pid}").exists(), f"Ray worker {pid} outlived the run"
+        assert not running(pid), f"Ray worker {pid} outlived the run"
+
+
+def running(pid: int) -> bool:
+    """Whether process `pid` runs: an exited one not yet reaped (a zombie) does not."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 HANGING_CONFTEST = """
@@ -602,161 +828,15 @@ def test_ctrl_c_cancels_the_tasks_in_flight(pytester: pytest.Pytester, on_ray):
     assert run.wait(timeout=60) == pytest.ExitCode.INTERRUPTED, out.read_text()
     pids = [int(p.name.split("-")[1]) for p in pytester.path.glob("running-*")]
     deadline = time.monotonic() + 30
-    while any(Path(f"/proc/{pid}").exists() for pid in pids) and time.monotonic() < deadline:
+    while any(map(running, pids)) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert not [pid for pid in pids if Path(f"/proc/{pid}").exists()], out.read_text()
+    assert not [pid for pid in pids if running(pid)], out.read_text()
 
 
-RERUN_CONFTEST = """
-import os
-
-def pytest_tokaudit_check_record(record):
-    if not os.environ.get("TOKAUDIT_TEST_ON_RAY"):
-        return None
-    attempts = os.path.join(%r, "attempts")
-    with open(attempts, "a") as fh:
-        fh.write("x")
-    if len(open(attempts).read()) == 1:
-        return "flaky on the first attempt"
-"""
 
 
-REPEAT_PLUGIN = """
-from _pytest.runner import runtestprotocol
 
 
-def pytest_runtest_protocol(item, nextitem):
-    # What a repeating plugin does (pytest-flakefinder, a --count): the same item twice.
-    if "data/" not in item.nodeid:
-        return None
-    item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
-    runtestprotocol(item, nextitem=None, log=True)  # torn down between the two, as a rerun is
-    runtestprotocol(item, nextitem=nextitem, log=True)
-    item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
-    return True
-"""
-
-
-def test_an_item_run_twice_is_audited_on_the_cluster_both_times(pytester: pytest.Pytester, on_ray):
-    """A plugin that runs an item again (data items are never rerun by pytest-rerunfailures,
-    but a repeating plugin may run one twice): its audit goes to the cluster again (its
-    hooks, the workers' credentials), not into the pytest process."""
-    pytester.makeini("[pytest]\n")
-    pytester.makeconftest(REPEAT_PLUGIN)
-    data = pytester.path / "data"
-    data.mkdir()
-    (data / "conftest.py").write_text(RERUN_CONFTEST % str(pytester.path))
-    (data / "a.jsonl").write_text(json.dumps(rec("a1")) + "\n")
-    result, _ = run(pytester, "--tokaudit-engine=ray")
-    assert_no_crash(result)
-    assert (pytester.path / "attempts").read_text() == "xx"  # both runs on the cluster
-    # The first run's finding fails it; the second run passes: each verdict its own audit's.
-    assert result.parseoutcomes() == {"failed": 1, "passed": 2}
-
-
-FORMS_ROOT = """
-pytest_plugins = ["tokplug"]
-"""
-
-FORMS_PLUGIN = """
-def pytest_tokaudit_check_record(record):
-    if record.id == "s5":
-        return "pytest_plugins: s5"
-"""
-
-FORMS_PARENT = '''
-import os
-
-import pytest
-
-MARKS = %r
-
-
-def mark(tag):
-    if os.environ.get("TOKAUDIT_TEST_ON_RAY"):  # proof that this form ran on the cluster
-        open(os.path.join(MARKS, tag), "w").close()
-
-
-@pytest.hookimpl(specname="pytest_tokaudit_check_record")
-def pytest_odd_ids(record):  # pytest registers only names starting pytest_
-    mark("specname")
-    if record.id == "s2":
-        return "specname: s2"
-
-
-@pytest.hookimpl(trylast=True, specname="pytest_tokaudit_check_record")
-def pytest_last_word(record):
-    mark("trylast")
-    if record.id == "s2":
-        return "trylast: s2"
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_tokaudit_check_batch(records):
-    mark("tryfirst")
-    return [r.finding("first", "tryfirst: s3") for r in records if r.id == "s3"]
-'''
-
-FORMS_CHILD = '''
-import os
-
-import pytest
-
-MARKS = %r
-
-
-def mark(tag):
-    if os.environ.get("TOKAUDIT_TEST_ON_RAY"):
-        open(os.path.join(MARKS, tag), "w").close()
-
-
-@pytest.hookimpl(wrapper=True, specname="pytest_tokaudit_check_record")
-def pytest_wrapped(record):
-    mark("wrapper")
-    answers = yield
-    if record.id == "s4":
-        answers = [*answers, "wrapper: s4"]
-    return answers
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_tokaudit_check_batch(records):
-    mark("hookwrapper")
-    yield
-'''
-
-
-def test_ray_workers_run_the_hooks_pytest_registered(pytester: pytest.Pytester, on_ray):
-    """Issue #31 item 5: the workers' hooks are pytest's registrations, not module attributes
-    named like hooks: a specname'd function, tryfirst/trylast, wrapper and hookwrapper, a
-    parent folder's conftest.py and a `pytest_plugins` module all run there, in pytest's
-    order, and the verdicts equal an in-process run's."""
-    pytester.makeini("[pytest]\n")
-    marks = pytester.path / "marks"
-    marks.mkdir()
-    (pytester.path / "conftest.py").write_text(FORMS_ROOT)
-    (pytester.path / "tokplug.py").write_text(FORMS_PLUGIN)
-    data = pytester.path / "data"
-    (data / "sub").mkdir(parents=True)
-    (data / "conftest.py").write_text(FORMS_PARENT % str(marks))
-    (data / "sub" / "conftest.py").write_text(FORMS_CHILD % str(marks))
-    (data / "sub" / "a.jsonl").write_text("".join(json.dumps(rec(f"s{i}")) + "\n" for i in range(1, 7)))
-    local, local_report = run(pytester)
-    ray, ray_report = run(pytester, "--tokaudit-engine=ray")
-    assert_same(ray, ray_report, local, local_report)
-    section = failure_section(ray, "data/sub/a.jsonl")
-    for finding in ("specname: s2", "trylast: s2", "tryfirst: s3", "wrapper: s4", "pytest_plugins: s5"):
-        assert any(finding in line for line in section), (finding, section)
-    assert sorted(p.name for p in marks.iterdir()) == [
-        "hookwrapper", "specname", "tryfirst", "trylast", "wrapper"]
-    # With the cache: the Ray run's verdict is stored, and an in-process run reusing it is red
-    # as an uncached one (its green used to be stored, then served).
-    cached = [*UNRELATED_PLUGINS, "-p", "no:xdist", "-o", "tokaudit_progress_interval=0"]
-    first = pytester.runpytest_subprocess("--tokaudit", "data", "--tokaudit-engine=ray", *cached,
-                                          timeout=300)
-    again = pytester.runpytest_subprocess("--tokaudit", "data", *cached, timeout=300)
-    assert first.ret == again.ret == local.ret == pytest.ExitCode.TESTS_FAILED
-    again.stdout.fnmatch_lines(["tokaudit cache: 1 of 1 audit items reused*"])
 @pytest.mark.full  # the parity of the whole corpus (full too) for the whole bill's contract
 def test_the_whole_bill_audits_the_same_on_ray(pytester: pytest.Pytester, on_ray):
     """Prompt counts through the chat template, the request join and the money by component

@@ -63,30 +63,38 @@ def test_row_group_shards_report_rows_of_the_whole_file(project: TokProject):
     assert summary_rows(result)["pq/twin.parquet"][:3] == ["300", "300", "0"]
 
 
-@pytest.mark.parametrize("damage", ["truncated", "garbage", "missing_column", "wrong_type"])
-def test_a_broken_parquet_file_is_a_finding_of_that_file(project: TokProject, damage: str):
+BROKEN = {
+    "truncated": "cannot read Parquet: ",
+    "garbage": "cannot read Parquet: ",
+    "missing_column": "no column 'output_ids' in the file (columns: sample_id, completion_tokens)",
+    "wrong_type": "column 'output_ids' must be a list of integer token ids, found string",
+}
+
+
+def test_a_broken_parquet_file_is_a_finding_of_that_file(project: TokProject):
+    """Every kind of damage in a file of its own, in one run: each file's own finding, and
+    the good file beside them audited."""
     project.ini()
-    path = project.path / "data/bad.parquet"
-    path.parent.mkdir()
+    project.path.joinpath("data").mkdir()
     rows = [rec(i) for i in range(1, 20)]
-    if damage == "missing_column":
-        pq.write_table(pa.Table.from_pylist([{k: v for k, v in r.items() if k != "output_ids"}
-                                             for r in rows]), path)
-        want = "no column 'output_ids' in the file (columns: sample_id, completion_tokens)"
-    elif damage == "wrong_type":
-        pq.write_table(pa.Table.from_pylist([{**r, "output_ids": "1 2 3"} for r in rows]), path)
-        want = "column 'output_ids' must be a list of integer token ids, found string"
-    else:
-        pq.write_table(pa.Table.from_pylist(rows), path)
-        data = path.read_bytes()
-        path.write_bytes(data[: len(data) // 2] if damage == "truncated" else b"PAR1" + b"x" * 500)
-        want = "cannot read Parquet: "
+    for damage in BROKEN:
+        path = project.path / f"data/{damage}.parquet"
+        if damage == "missing_column":
+            pq.write_table(pa.Table.from_pylist([{k: v for k, v in r.items() if k != "output_ids"}
+                                                 for r in rows]), path)
+        elif damage == "wrong_type":
+            pq.write_table(pa.Table.from_pylist([{**r, "output_ids": "1 2 3"} for r in rows]), path)
+        else:
+            pq.write_table(pa.Table.from_pylist(rows), path)
+            data = path.read_bytes()
+            path.write_bytes(data[: len(data) // 2] if damage == "truncated" else b"PAR1" + b"x" * 500)
     project.jsonl("data/ok.jsonl", [rec(100)])
     result = project.run()
     assert_no_crash(result)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
-    section = failure_section(result, "data/bad.parquet")
-    assert want in section[0], section
+    for damage, want in BROKEN.items():
+        section = failure_section(result, f"data/{damage}.parquet")
+        assert want in section[0], (damage, section)
     assert summary_rows(result)["data/ok.jsonl"][:2] == ["1", "1"]
 
 
@@ -327,21 +335,41 @@ def write_any(path, rows: list[dict], schema=None, **kw) -> None:
         feather.write_feather(table, path, compression="uncompressed")
 
 
-@pytest.mark.parametrize("suffix", [".parquet", ".arrow"])
-@pytest.mark.parametrize("hook", list(FINISH_HOOKS))
-def test_a_hook_sees_every_field_of_a_row_as_of_its_jsonl_twin(project: TokProject, hook: str,
-                                                                 suffix: str):
+def twin_of(line: str) -> str:
+    """A Parquet or Arrow file's finding line as its JSONL twin's (pq/x/y.parquet:row 3 ->
+    data/x/y.jsonl:3): the twins are pq/NAME.parquet or pq/NAME.arrow and data/NAME.jsonl."""
+    line = re.sub(r"\bpq/([\w/.-]+?)\.(?:parquet|arrow):row ", r"data/\1.jsonl:", line)
+    return re.sub(r"\bpq/([\w/.-]+?)\.(?:parquet|arrow)\b", r"data/\1.jsonl", line)
+
+
+def all_twins(project: TokProject) -> pytest.RunResult:
+    """The JSONL files under data/ and their twins under pq/ in one run, which must end red
+    without a crash: for contracts whose checks are each file's own."""
+    result = project.run(paths=("data", "pq"))
+    assert_no_crash(result)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
+    return result
+
+
+def test_a_hook_sees_every_field_of_a_row_as_of_its_jsonl_twin(project: TokProject):
+    """Each hook in a folder of its own (its conftest.py reaches only that folder's files),
+    over a JSONL file and its Parquet and Arrow twins, all audited in one run (no check of
+    this contract looks across files)."""
     project.ini(**INI, tokaudit_count_outliers=0)
-    project.write("conftest.py", FINISH_HOOKS[hook])
     rows = hook_rows()
-    project.jsonl("data/twin.jsonl", rows)
-    write_any(project.path / f"pq/twin{suffix}", rows, row_group_size=3)
-    jsonl, parquet = red_twins(project)
-    name = f"pq/twin{suffix}"
-    section = failure_section(parquet, name)
-    assert [line.replace(f"{name}:row ", "data/twin.jsonl:").replace(name, "data/twin.jsonl")
-            for line in section] == failure_section(jsonl, "data/twin.jsonl")
-    assert len([line for line in section if ":row " in line]) == 1, section
+    for hook, code in FINISH_HOOKS.items():
+        project.write(f"data/{hook}/conftest.py", code)
+        project.write(f"pq/{hook}/conftest.py", code)
+        project.jsonl(f"data/{hook}/twin.jsonl", rows)
+        for suffix in (".parquet", ".arrow"):
+            write_any(project.path / f"pq/{hook}/twin{suffix}", rows, row_group_size=3)
+    jsonl = parquet = all_twins(project)
+    for hook in FINISH_HOOKS:
+        want = failure_section(jsonl, f"data/{hook}/twin.jsonl")
+        for suffix in (".parquet", ".arrow"):
+            section = failure_section(parquet, f"pq/{hook}/twin{suffix}")
+            assert [twin_of(line) for line in section] == want, (hook, suffix)
+            assert len([line for line in section if ":row " in line]) == 1, (hook, suffix, section)
 
 
 def test_the_builtin_checks_alone_read_only_the_contract_columns(project: TokProject):
@@ -360,30 +388,35 @@ def test_the_builtin_checks_alone_read_only_the_contract_columns(project: TokPro
 U64_BIG = 2**63 + 5
 
 
-@pytest.mark.parametrize("xdist_mode", [("-p", "no:xdist")], ids=["no-xdist"])
-@pytest.mark.parametrize("case", [
+COLUMN_CASES = [
     "dictionary_id", "large_string_id", "dictionary_where", "dictionary_group",
     "uint64_ids", "uint64_ids_tokens", "uint32_ids", "uint64_count", "uint64_id",
-])
-def test_column_types_of_the_same_values_get_the_jsonl_verdict(project: TokProject, case: str):
-    rows = [good(i) for i in range(1, 7)]
-    rows[3] = rec(4, 12, 13, once=[THINK], last=END, provider="api")  # one count finding
+]
+
+# One contract for every case: unique ids judged across the dataset (the dictionary and
+# large_string ids), grouped by provider (a dictionary column) and only where it is set (the
+# other dictionary case), the largest uint32 token forbidden.
+COLUMN_INI = {**INI, "tokaudit_unique_ids": "true", "tokaudit_group_by": "provider",
+              "tokaudit_forbid": f"{OPEN} {2**32 - 1}"}
+
+
+def column_case(k: int, case: str) -> tuple[list[dict], pa.Schema]:
+    """The rows of one case (sample ids of their own: the dataset checks see every file)
+    and the Parquet schema giving one column another type of the same values."""
+    rows = [good(100 * k + i) for i in range(1, 7)]
+    rows[3] = rec(100 * k + 4, 12, 13, once=[THINK], last=END, provider="api")  # one count finding
     fields = {f.name: f.type for f in SCHEMA}
-    ini = dict(INI)
     if case in ("dictionary_id", "large_string_id"):
-        for r in rows:
-            r["sample_id"] = f"s{r['sample_id']}"
+        for i, r in enumerate(rows, 1):
+            r["sample_id"] = f"{case}-{i}"
         fields["sample_id"] = (pa.dictionary(pa.int32(), pa.string()) if case == "dictionary_id"
                                else pa.large_string())
-        ini["tokaudit_unique_ids"] = "true"
-        rows[5]["sample_id"] = "s5"  # a duplicate, judged across the dataset
+        rows[5]["sample_id"] = f"{case}-5"  # a duplicate, judged across the dataset
     elif case == "dictionary_where":
         fields["provider"] = pa.dictionary(pa.int8(), pa.string())
         rows[1]["provider"] = None
     elif case == "dictionary_group":
         fields["provider"] = pa.dictionary(pa.int8(), pa.string())
-        ini.pop("tokaudit_where")
-        ini["tokaudit_group_by"] = "provider"
         rows[1]["provider"] = "other"
     elif case.startswith("uint") and "ids" in case:
         fields["output_ids"] = pa.list_(pa.uint32() if case == "uint32_ids" else pa.uint64())
@@ -391,60 +424,77 @@ def test_column_types_of_the_same_values_get_the_jsonl_verdict(project: TokProje
             rows[0]["output_ids"][1] = U64_BIG
             rows[1]["output_ids"][1] = 2**64 - 1
         if case == "uint64_ids_tokens":
-            ini["tokaudit_forbid"] = f"{OPEN} {2**32 - 1}"  # the contract's largest token
-            rows[4]["output_ids"][1] = 2**32 - 1
+            rows[4]["output_ids"][1] = 2**32 - 1  # the contract's largest token
     elif case == "uint64_count":
         fields["completion_tokens"] = pa.uint64()
         rows[2]["completion_tokens"] = U64_BIG
     elif case == "uint64_id":
         fields["sample_id"] = pa.uint64()
         rows[2]["sample_id"] = U64_BIG
-    project.ini(**ini, tokaudit_count_outliers=0)
-    project.jsonl("data/twin.jsonl", rows)
-    write_any(project.path / "pq/twin.parquet", rows, pa.schema(list(fields.items())), row_group_size=4)
+    return rows, pa.schema(list(fields.items()))
+
+
+@pytest.mark.parametrize("xdist_mode", [("-p", "no:xdist")], ids=["no-xdist"])
+def test_column_types_of_the_same_values_get_the_jsonl_verdict(project: TokProject):
+    """Every case a file of its own (pq/CASE.parquet beside data/CASE.jsonl), one run per
+    format: each file's findings and summary row are its twin's, and so are the dataset
+    checks and group tables over all of them."""
+    project.ini(**COLUMN_INI, tokaudit_count_outliers=0)
+    for k, case in enumerate(COLUMN_CASES):
+        rows, schema = column_case(k, case)
+        project.jsonl(f"data/{case}.jsonl", rows)
+        write_any(project.path / f"pq/{case}.parquet", rows, schema, row_group_size=4)
     jsonl, parquet = red_twins(project)
-    assert normalised(failure_section(parquet, "pq/twin.parquet")) == \
-        failure_section(jsonl, "data/twin.jsonl")
-    assert summary_rows(parquet)["pq/twin.parquet"] == summary_rows(jsonl)["data/twin.jsonl"]
-    assert any(":row 4: sample_id" in line for line in failure_section(parquet, "pq/twin.parquet"))
+    for case in COLUMN_CASES:
+        section = failure_section(parquet, f"pq/{case}.parquet")
+        assert [twin_of(line) for line in section] == failure_section(jsonl, f"data/{case}.jsonl"), case
+        assert summary_rows(parquet)[f"pq/{case}.parquet"] == summary_rows(jsonl)[f"data/{case}.jsonl"], case
+        assert any(":row 4: sample_id" in line for line in section), (case, section)
 
     def dataset_lines(result):
-        return normalised([line for line in result.stdout.lines
-                           if line.startswith("pytest.ini::tokaudit::") or "provider=" in line])
+        return [twin_of(line) for line in result.stdout.lines
+                if line.startswith("pytest.ini::tokaudit::") or "provider=" in line]
     assert [line for line in dataset_lines(parquet) if "coverage" not in line] == \
         [line for line in dataset_lines(jsonl) if "coverage" not in line]
 
 
 # -- a per-record bound (issue #22) -------------------------------------------------------
 
-@pytest.mark.parametrize("suffix, group", [(".parquet", 1), (".parquet", 4), (".arrow", 4)])
-def test_a_row_over_the_record_limit_is_a_finding_at_its_row(project: TokProject, suffix: str,
-                                                              group: int):
+# Each Parquet or Arrow layout of the same rows as a file of its own: pq/NAME beside data/NAME.jsonl.
+LIMIT_LAYOUTS = {"rows-1.parquet": 1, "rows-4.parquet": 4, "rows-4.arrow": 4}
+
+
+def test_a_row_over_the_record_limit_is_a_finding_at_its_row(project: TokProject):
     """tokaudit_max_line_bytes bounds a row as it bounds a JSONL line: a row whose values
-    take more bytes is a `line_length` finding at its row, never checked; the others are."""
+    take more bytes is a `line_length` finding at its row, never checked; the others are.
+    Parquet in row groups of 1 and 4 rows, and Arrow, audited with their JSONL twins in one
+    run (no check of this contract looks across files)."""
     rows = [good(i) for i in range(1, 9)]
     rows[2] = rec(3, 600, once=[THINK], last=END, provider="api")  # 600 ids: 4,800 bytes
     rows[5] = rec(6, 12, 13, once=[THINK], last=END, provider="api")  # a count finding
     project.ini(**INI, tokaudit_max_line_bytes=1000, tokaudit_count_outliers=0)
-    project.jsonl("data/twin.jsonl", rows)
-    write_any(project.path / f"pq/twin{suffix}", rows, pa.schema([*SCHEMA]), row_group_size=group)
-    jsonl, parquet = red_twins(project)
-    name = f"pq/twin{suffix}"
-    section = failure_section(parquet, name)
-    long = [line for line in section if "line_length" in line]
-    assert len(long) == 1 and long[0].startswith(f"{name}:row 3: line_length: the row holds "), section
-    assert long[0].endswith(" bytes, over the limit of 1,000 bytes (tokaudit_max_line_bytes)")
-    twin = [line.replace(f"{name}:row ", "data/twin.jsonl:").replace(name, "data/twin.jsonl")
-            .replace("unreadable row", "unreadable line") for line in section if "line_length" not in line]
-    assert twin == [line for line in failure_section(jsonl, "data/twin.jsonl") if "line_length" not in line]
-    assert summary_rows(parquet)[name] == summary_rows(jsonl)["data/twin.jsonl"]
+    for layout, group in LIMIT_LAYOUTS.items():
+        stem = layout.rsplit(".", 1)[0]
+        project.jsonl(f"data/{stem}.jsonl", rows)
+        write_any(project.path / f"pq/{layout}", rows, pa.schema([*SCHEMA]), row_group_size=group)
+    jsonl = parquet = all_twins(project)
+    for layout in LIMIT_LAYOUTS:
+        name, twin = f"pq/{layout}", f"data/{layout.rsplit('.', 1)[0]}.jsonl"
+        section = failure_section(parquet, name)
+        long = [line for line in section if "line_length" in line]
+        assert len(long) == 1 and long[0].startswith(f"{name}:row 3: line_length: the row holds "), section
+        assert long[0].endswith(" bytes, over the limit of 1,000 bytes (tokaudit_max_line_bytes)")
+        assert [twin_of(line).replace("unreadable row", "unreadable line") for line in section
+                if "line_length" not in line] == \
+            [line for line in failure_section(jsonl, twin) if "line_length" not in line], layout
+        assert summary_rows(parquet)[name] == summary_rows(jsonl)[twin], layout
 
 
 HUGE_FILE_SCRIPT = '''
 import sys
 import pyarrow as pa
 import pyarrow.parquet as pq
-n = 40_000_000
+n = 12_000_000
 ids = pa.ListArray.from_arrays(pa.array([0, n], pa.int32()), pa.repeat(pa.scalar(7, pa.int64()), n))
 table = pa.table({"sample_id": [1], "completion_tokens": [n], "output_ids": ids})
 small = pa.table({"sample_id": [2], "completion_tokens": [3],
@@ -456,8 +506,9 @@ with pq.ParquetWriter(sys.argv[1], table.schema) as w:
 
 
 def test_a_huge_row_of_a_tiny_file_is_never_decoded(tmp_path):
-    """A file of a few KB whose one row holds 40M ids (320 MB as int64): found from the
-    footer, not decoded; the old reader decoded and computed on it (about 1 GB)."""
+    """A file of a few KB whose one row holds 12M ids (96 MB as int64): found from the
+    footer, not decoded (reading that row group alone raises the high-water mark by about
+    285 MB, past the bound); the old reader decoded and computed on it."""
     import subprocess
     import sys
     from pathlib import Path

@@ -290,8 +290,21 @@ def _records(remote, n: int = 40) -> list[dict]:
     return out
 
 
+# The template's folder contract (data/raw/): the ini's keys for output ids replaced.
+TEMPLATE_CONTRACT = """\
+def pytest_tokaudit_contract(path, contract):
+    return contract.replace(
+        id_field="id", count_field="usage.completion_tokens", count_abs=0, count_rel="0%",
+        text_template="{choices.0.message.reasoning?}</think>{choices.0.message.content}<|im_end|>",
+        require_once="</think>", require_last="<|im_end|>", forbid="", roundtrip_rel="")
+"""
+
+
 def test_an_audit_with_the_remote_code_tokenizer(project: TokProject, remote_dir: Path, remote):
-    """Token names, the round trip, and output bounded whatever the tokenizer logs."""
+    """Token names, the round trip, and output bounded whatever the tokenizer logs (data/);
+    and raw responses rebuilt through it (data/raw/, its folder contract): a literal
+    </think> in the content is a special_in_text finding and counts as text. One run: the
+    tokenizer is loaded once."""
     records = _records(remote)
     ids = records[3]["output_ids"]
     # A garbled record: a multi-byte token spelled as its single bytes (not how the
@@ -306,6 +319,19 @@ def test_an_audit_with_the_remote_code_tokenizer(project: TokProject, remote_dir
                 tokaudit_require_once="</think>", tokaudit_require_last="<|im_end|>",
                 tokaudit_forbid="<think>", tokaudit_roundtrip_rel="0%", tokaudit_count_abs=1)
     project.jsonl("data/a.jsonl", records)
+    # The template's raw responses.
+    content = "I wrote </think> literally in my answer."
+    reasoning = "Some reasoning."
+    whole = remote.encode(reasoning) + [END_THINK] + \
+        remote.model.encode_ordinary(content) + [IM_END]
+    raw = {"id": "gen-1", "choices": [{"message": {"reasoning": reasoning, "content": content},
+                                       "finish_reason": "stop"}],
+           "usage": {"completion_tokens": len(whole)}}
+    clean = {"id": "gen-2", "choices": [{"message": {"reasoning": reasoning, "content": "Fine."},
+                                         "finish_reason": "stop"}],
+             "usage": {"completion_tokens": len(remote.encode(reasoning)) + 1 + len(remote.encode("Fine.")) + 1}}
+    project.write("data/raw/conftest.py", TEMPLATE_CONTRACT)
+    project.jsonl("data/raw/raw.jsonl", [raw, clean])
     result = project.run("-rA")
     assert_no_crash(result)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
@@ -317,30 +343,9 @@ def test_an_audit_with_the_remote_code_tokenizer(project: TokProject, remote_dir
     out = result.stdout.str() + result.stderr.str()
     assert "Calling super().encode" not in out  # the tokenizer's per-call warning
     assert re.search(r"^data/a\.jsonl\s+40\s+40\s+0\s", result.stdout.str(), re.M)
-
-
-def test_a_template_with_special_strings_in_text(project: TokProject, remote_dir: Path, remote):
-    """Raw responses rebuilt through the remote-code tokenizer: a literal </think> in the
-    content is a special_in_text finding and counts as text."""
-    content = "I wrote </think> literally in my answer."
-    reasoning = "Some reasoning."
-    whole = remote.encode(reasoning) + [END_THINK] + \
-        remote.model.encode_ordinary(content) + [IM_END]
-    raw = {"id": "gen-1", "choices": [{"message": {"reasoning": reasoning, "content": content},
-                                       "finish_reason": "stop"}],
-           "usage": {"completion_tokens": len(whole)}}
-    clean = {"id": "gen-2", "choices": [{"message": {"reasoning": reasoning, "content": "Fine."},
-                                         "finish_reason": "stop"}],
-             "usage": {"completion_tokens": len(remote.encode(reasoning)) + 1 + len(remote.encode("Fine.")) + 1}}
-    project.ini(tokaudit_tokenizer=remote_dir, tokaudit_trust_remote_code="true", tokaudit_id_field="id",
-                tokaudit_count_field="usage.completion_tokens", tokaudit_count_abs=0, tokaudit_count_rel="0%",
-                tokaudit_text_template="{choices.0.message.reasoning?}</think>{choices.0.message.content}<|im_end|>",
-                tokaudit_require_once="</think>", tokaudit_require_last="<|im_end|>")
-    project.jsonl("data/raw.jsonl", [raw, clean])
-    result = project.run("-rA")
-    assert_no_crash(result)
-    section = failure_section(result, "data/raw.jsonl")
-    assert any("data/raw.jsonl:1: id='gen-1': special_in_text:" in line for line in section), section
-    # Counted as text: the count matches, and </think> is found once (the template's).
+    # The template: gen-1's literal </think> is found, and counted as text: the count
+    # matches, and </think> is found once (the template's).
+    section = failure_section(result, "data/raw/raw.jsonl")
+    assert any("data/raw/raw.jsonl:1: id='gen-1': special_in_text:" in line for line in section), section
     assert not any("count:" in line or "require_once" in line for line in section), section
     assert not any("gen-2" in line for line in section)
