@@ -329,14 +329,79 @@ class UserCheck:
         return None
 
 
+class WholeRecordChecks:
+    """A user's checks that read whole records: a per-record hook (data, ids, last id,
+    token counts) and a batch hook without reads() reading data. What they find does not
+    depend on where a batch ends (the two paths cut batches differently)."""
+
+    @pytest.hookimpl
+    def pytest_tokaudit_check_record(self, record, contract):
+        data = record.data
+        assert data is record.data  # one object per record, as the per-line path's
+        found = []
+        if data.get("provider") == "":
+            found.append(record.finding("no_provider", f"{record.n_ids} ids, last {record.last_id}"))
+        if record.ids[:1] == [0]:
+            found.append(record.finding("starts_at_0", f"3 and 7: {record.count_each((3, 7))}"))
+        return found
+
+    @pytest.hookimpl
+    def pytest_tokaudit_check_batch(self, records, unusable, contract):
+        return [r.finding("odd_count", f"billed {r.count}, keys {sorted(r.data)}")
+                for r in records if r.count % 7 == 3]
+
+
+@SETTINGS
+@given(data=files(), which=st.sampled_from(sorted(CONTRACTS)), chunk=st.sampled_from([16, 64, 1 << 20]))
+@example(data=b'{"sample_id":"a","completion_tokens":3,"output_ids":[0,3],"provider":""}\n'
+              b'{"sample_id":"b","completion_tokens":2,"output_ids":[1,3],"provider":"p"}\n',
+         which="default", chunk=1 << 20)
+def test_a_users_checks_see_the_same_whole_records_on_both_paths(tmp_path, monkeypatch, data,
+                                                                  which, chunk):
+    monkeypatch.setattr(columnar, "CHUNK", chunk)
+    path = tmp_path / "x.jsonl"
+    path.write_bytes(data)
+    contract = CONTRACTS[which]
+    hook = builtin_hook(WholeRecordChecks(), *(check() for check in load(DATASET).values()))
+    monkeypatch.setenv(columnar.ENV, "1")
+    assert columnar.plan(path, contract, hook).full
+    plain = audited(path, contract, "0", hook=hook)
+    fast = audited(path, contract, "1", hook=hook)
+    assert json.loads(fast[0]) == json.loads(plain[0])
+    assert fast == plain
+
+
+def test_whole_records_take_the_columnar_path(tmp_path, per_line):
+    """With a user's per-record check, parsed records are still read from the chunk: only
+    the lines the columns cannot hold reach the per-line path."""
+    lines: list[Any] = [rec(f"r{i}", 11, provider="p") for i in range(30)]
+    lines[5] = rec("r5", 11, provider="")
+    lines[9] = '{"sample_id": "r9", "completion_tokens": 2, "output_ids": [1, 2.0], "provider": "p"}'
+    path = tmp_path / "x.jsonl"
+    path.write_bytes(jsonl_bytes(lines))
+    contract = CONTRACTS["default"]
+    hook = builtin_hook(WholeRecordChecks(), *(check() for check in load(DATASET).values()))
+    summary, text = audited(path, contract, "1", hook=hook)
+    assert per_line.lines == [10]
+    assert (summary, text) == audited(path, contract, "0", hook=hook)
+    assert "x.jsonl:6: sample_id='r5': no_provider: 11 ids, last " in text
+    assert "odd_count" not in text
+
+
 def test_plan_only_where_the_columnar_path_is_exact(tmp_path, monkeypatch):
     monkeypatch.setenv(columnar.ENV, "1")
     path = tmp_path / "x.jsonl"
     path.write_bytes(b"")
     contract = CONTRACTS["where"]
     assert columnar.plan(path, contract, builtin_hook()) == columnar.Plan(True, True, True)
-    # A user's per-record hook sees every record: the per-line path.
-    assert columnar.plan(path, contract, builtin_hook(UserCheck())) is None
+    # A user's per-record hook sees every record whole (full mode), except where the
+    # per-line path must read each line: a join of requests (error lines), a text template.
+    assert columnar.plan(path, contract, builtin_hook(UserCheck())) == columnar.Plan(
+        True, True, True, full=True)
+    for change in [dict(requests="requests.jsonl"),
+                   dict(text_template=parse_template("{text}"), tokenizer="tok")]:
+        assert columnar.plan(path, dataclasses.replace(contract, **change),
+                             builtin_hook(UserCheck())) is None
     # Nested fields, groups, finish reasons, the round trip, unique_text and a text template
     # (its ids encoded a chunk at a time) go columnar too (tests/engine/).
     for change in [dict(id_field=("meta", "id")), dict(group_by=("model",)),

@@ -7,7 +7,7 @@ check whose work it does over its columns (count, structure) or whose findings i
 the per-line path (finish_reason); `reads(contract)` for a batch hook: what of a record it
 reads, of "line", "id", "count", "n_ids", "ids", or field paths (tuples: the light records
 carry their values in `field_values`); "data" or no `reads` means the whole record (the
-per-line path). Modules are imported when the checks are loaded, not here.
+kernel's full mode). Modules are imported when the checks are loaded, not here.
 """
 
 from __future__ import annotations

@@ -27,10 +27,13 @@ encodes them) into the flat int64 ids the kernel folds. A record whose text fiel
 missing, null or not a string, whose text holds a special token's string (special_in_text)
 or that stores ids beside its text (ids_match_text) goes to the per-line path.
 
-It is used only where it gives what the per-line path gives (see `plan`): no per-record
-hook of a plugin other than the built-ins, every batch hook declaring what it reads within
-those. Parts under MIN_BYTES (TEXT_MIN_BYTES with a text template) stay on the per-line
-path: importing numpy costs ~50-110 ms (docs/performance.md).
+A check of the user's (a per-record hook, or a batch hook that does not declare what it
+reads within LIGHT) gets every parsed record whole (the kernel's full mode: `record.data`
+read on demand, the line's object as the per-line path reads it). A contract joining
+requests (tokaudit_requests: error lines are told apart by the per-line path) or with a
+text template then takes the per-line path, as does a token past int64. Parts under
+MIN_BYTES (TEXT_MIN_BYTES with a text template) stay on the per-line path: importing numpy
+costs ~50-110 ms (docs/performance.md).
 TOKAUDIT_COLUMNAR=0 forces the per-line path (the tests' oracle); =1 uses this one whenever
 it is valid, whatever the part's size.
 """
@@ -51,6 +54,7 @@ from ..model.contract import Contract
 from ..model.summary import FileSummary
 from ..sources.base import LfsPointer, ReadError
 from ..sources.jsonl import JSON_WS, line_range, read_chunks
+from ..sources.parse import load_object
 from .observers import NONE, Observers
 from .kernel import I64_MAX, Kernel
 from .plain import PlainPass, read_error_text
@@ -83,8 +87,7 @@ TEXT_MIN_BYTES = 32 << 20
 
 # What a light row (model.records.LightRow) holds: a batch hook whose `reads(contract)` is
 # within this (or names fields, as paths: `field_values`) gets one per clean record; any
-# other batch hook (a user's, by default) makes the part take the per-line path, where it
-# gets full records. `rebuilt` is never on one: a record storing ids beside a text
+# other batch hook (a user's, by default) gets every record whole (Plan.full). `rebuilt` is never on one: a record storing ids beside a text
 # template goes per line.
 LIGHT = frozenset({"line", "id", "count", "n_ids", "ids", "rebuilt"})
 
@@ -98,6 +101,7 @@ class Plan(NamedTuple):
     finish_check: bool = False  # a record whose finish reason it judges goes per line
     fields: tuple[tuple[str, ...], ...] = ()
     ids: bool = False  # the light rows carry their ids (the round trip, unique_text)
+    full: bool = False  # a check of the user's: every parsed record to every hook, whole
 
 
 def plan(path: Any, contract: Contract, hook: Any, start: int = 0, end: int | None = None
@@ -109,8 +113,8 @@ def plan(path: Any, contract: Contract, hook: Any, start: int = 0, end: int | No
     declared = declarations(contract, hook)
     if declared is None:
         return None
-    record, fields, light = declared
-    if not light <= LIGHT:
+    record, fields, light, full = declared
+    if full and (contract.text_template is not None or contract.requests):
         return None
     if contract.text_template is not None:
         floor = TEXT_MIN_BYTES
@@ -127,14 +131,16 @@ def plan(path: Any, contract: Contract, hook: Any, start: int = 0, end: int | No
         return None
     names = {getattr(i.plugin, "native_key", None) for i in record}
     return Plan("count" in names, "structure" in names, "finish_reason" in names, fields,
-                "ids" in light)
+                "ids" in light, full)
 
 
 def declarations(contract: Contract, hook: Any
-                 ) -> tuple[list[Any], tuple[tuple[str, ...], ...], set[str]] | None:
+                 ) -> tuple[list[Any], tuple[tuple[str, ...], ...], set[str], bool] | None:
     """What the checks declare (checks/), for both plans: the per-record hooks, the fields
-    the batch hooks `reads` (paths) and their other names; None where a per-record check
-    has no `native(contract)`, a batch hook no `reads`, or a token does not fit int64."""
+    the batch hooks `reads` (paths), their other names, and whether some check needs whole
+    records (a per-record check without `native(contract)`, a batch hook without `reads`
+    or reading more than LIGHT); None where a token does not fit int64 or `hook` is no
+    pluggy hook relay."""
     tokens = contract.require_once_ids + contract.require_last_ids + contract.forbid_ids
     if any(t > I64_MAX for t in tokens):
         return None
@@ -143,22 +149,23 @@ def declarations(contract: Contract, hook: Any
         batch = hook.pytest_tokaudit_check_batch.get_hookimpls()
     except AttributeError:  # not a pluggy hook relay
         return None
+    full = False
     for impl in record:
         native = getattr(impl.plugin, "native", None)
-        if native is None or not native(contract):
-            return None
+        full = full or native is None or not native(contract)
     fields: dict[tuple[str, ...], None] = {}
     light: set[str] = set()
     for impl in batch:
         reads = getattr(impl.plugin, "reads", None)
         if reads is None:
-            return None
+            full = True
+            continue
         for what in sorted(reads(contract), key=str):
             if type(what) is tuple:  # a field's value (a scalar, or MISSING)
                 fields[what] = None
             else:
                 light.add(what)
-    return record, tuple(fields), light
+    return record, tuple(fields), light, full or not light <= LIGHT
 
 
 def _size(path: Any, start: int, end: int | None) -> int:
@@ -533,8 +540,17 @@ class _Columns:
             else:
                 take(line0 + row + 1, len(raw) if len(raw) > limit else body)
 
+        data = None
+        if self.how.full:  # every record whole: its object as the per-line path reads it
+            objects: dict[int, Any] = {}  # one object per record, as a Record holds one
+
+            def data(k: int) -> Any:
+                if k not in objects:
+                    objects[k] = load_object(cut.line(rows[k]))
+                return objects[k]
+
         self.kernel.fold(n, line0, odd, rows, flat, n_ids, counts, record_ids, skipped, take_odd,
-                         fields=self.row_fields, ids=self.row_ids)
+                         fields=self.row_fields, ids=self.row_ids, data=data)
         return line0 + n
 
 

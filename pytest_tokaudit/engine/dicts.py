@@ -59,7 +59,7 @@ def plan(contract: Contract, hook: Any) -> Any:
     if any(len(f) != 1 for f in fields) or len({f[0] for f in fields}) != len(fields):
         return None
     declared = declarations(contract, hook)
-    if declared is None or declared[1] or not declared[2] <= LIGHT - {"ids"}:
+    if declared is None or declared[3] or declared[1] or not declared[2] <= LIGHT - {"ids"}:
         return None  # a check that needs whole records, a field's value or the ids
     try:
         import numpy  # noqa: F401

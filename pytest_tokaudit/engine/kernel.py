@@ -149,7 +149,10 @@ class Kernel:
             bad = {k: (flat, s, e, {t: c[j] for t, c in counted.items()}) for j, (k, s, e) in
                    enumerate(zip(failed.tolist(), starts[failed].tolist(), ends[failed].tolist()))}
             good_rows = sorted(good.tolist() + list(bad)) if bad else good.tolist()
-            whole = (flat, starts, ends, hits, data) if data is not None else None
+            whole = None
+            if data is not None:  # full mode: each row's slice and counts as Python ints
+                whole = (flat, starts.tolist(), ends.tolist(),
+                         {t: h.tolist() for t, h in hits.items()}, data)
         else:
             good_rows, bad, whole = [], {}, None
         summary.records += n - len(odd)  # PlainPass counts its own
@@ -213,7 +216,7 @@ class _Rows(Sequence[Any]):
         self.columns, self.keys, self.n_ids, self.bad = columns, keys, n_ids, bad
         self.fields = fields or None  # per row (as n_ids): the values of Plan.fields
         self.ids = ids  # per row: its ids as an int64 buffer (Plan.ids), else None
-        self.whole = whole  # full mode: (flat, starts, ends, hits, data) of every row
+        self.whole = whole  # full mode: (flat, starts, ends, hits, data) of every row, lists
         self.made: dict[int, ColumnRecord] = {}  # a failed record is one object to all its readers
 
     def __len__(self) -> int:
@@ -227,8 +230,7 @@ class _Rows(Sequence[Any]):
         if self.whole is not None:  # full mode: a whole record, its data read on demand
             flat, starts, ends, hits, data = self.whole
             return ColumnRecord(cols.line[i], cols.id[i], cols.billed[i], self.n_ids[k], flat,
-                                int(starts[k]), int(ends[k]),
-                                {t: int(h[k]) for t, h in hits.items()}, values,
+                                starts[k], ends[k], {t: h[k] for t, h in hits.items()}, values,
                                 functools.partial(data, k))
         if k in self.bad:
             made = self.made.get(i)

@@ -283,9 +283,16 @@ class ColumnRecord(ReadOnlyRecord):
                  end: int, hits: dict[int, int],
                  field_values: dict[tuple[str, ...], Any] | None = None,
                  data: Callable[[], Any] | None = None):
-        for name, value in zip(self.__slots__, (line, record_id, count, n_ids, flat, start, end,
-                                                hits, field_values, data)):
-            object.__setattr__(self, name, value)
+        _set(self, "line", line)  # one call per slot: a loop over them cost twice as much
+        _set(self, "id", record_id)
+        _set(self, "count", count)
+        _set(self, "n_ids", n_ids)
+        _set(self, "_flat", flat)
+        _set(self, "_start", start)
+        _set(self, "_end", end)
+        _set(self, "_hits", hits)
+        _set(self, "field_values", field_values)
+        _set(self, "_whole", data)
 
     def __getattr__(self, name: str) -> Any:  # never a silent half-record
         raise AttributeError(f"record.{name}: the columnar path hands a per-record check "
@@ -308,12 +315,14 @@ class ColumnRecord(ReadOnlyRecord):
 
     @property
     def last_id(self) -> int | None:
-        return int(self._flat[self._end - 1]) if self._end > self._start else None
+        return self._flat.item(self._end - 1) if self._end > self._start else None
 
     def count_each(self, tokens: tuple[int, ...]) -> list[int]:
         hits = self._hits  # the structure check's tokens, counted by the kernel already
-        if all(t in hits for t in tokens):
+        try:
             return [hits[t] for t in tokens]
+        except KeyError:
+            pass
         ids = self._flat[self._start:self._end]
         return [int((ids == t).sum()) for t in tokens]
 

@@ -189,7 +189,7 @@ def _load_exact(raw: bytes) -> Any:
     return obj
 
 
-def _load(raw: bytes) -> Any:
+def load_object(raw: bytes) -> Any:
     """orjson's reading of the line; the stdlib's where orjson rejects a valid number."""
     try:
         return orjson.loads(raw)
@@ -251,7 +251,7 @@ def parse_line(
                 cut = None  # not a top-level key after all: the plain path decides
     if cut is None:
         try:
-            obj = _load(raw)
+            obj = load_object(raw)
         except _Invalid as exc:
             return Rejected([Finding("json", str(exc), line)])
         if type(obj) is not dict:
@@ -261,7 +261,7 @@ def parse_line(
         if flag is MISSING or not flag:
             return SKIPPED
     if contract.requests and (why := error_of(obj)) is not None:  # counted apart
-        return _error_line(obj if cut is None else _load(raw), contract, why)  # the whole object
+        return _error_line(obj if cut is None else load_object(raw), contract, why)  # the whole object
     problems, record_id, count, ids = judge_fields(obj, contract, cut is None)
     if problems and _big_floats(obj, contract):
         # Maybe an integer past 64 bits, which orjson reads as a float: read it exactly.
@@ -277,7 +277,7 @@ def parse_line(
     if problems:
         if cut is not None:  # the ids were cut out: the whole object, for batch hooks
             try:
-                obj = _load(raw)
+                obj = load_object(raw)
             except _Invalid:  # cannot be: the cut line parsed
                 pass
         return rejected(obj, contract, problems, line, record_id, count)

@@ -11,7 +11,7 @@ import re
 import pytest
 
 from conftest import TokProject, assert_no_crash
-from wholebill import write_jsonl
+from wholebill import audited_both_ways, write_jsonl
 
 
 def rows() -> list[dict]:
@@ -62,6 +62,13 @@ def test_spend_by_component_and_group_in_every_output(project: TokProject):
     again = TokProject(project.pytester, ("-n", "2")).run("--tokaudit-json=report2.json")
     assert_no_crash(again)
     assert json.loads((project.path / "report2.json").read_text())["spend"] == spend
+
+
+def test_spend_is_the_same_on_the_columnar_path(pytester: pytest.Pytester, monkeypatch):
+    """The money check reads whole records: the kernel's full mode hands it the same."""
+    project = TokProject(pytester, ())
+    money_project(project, tokaudit_budget_money="0.005")
+    assert audited_both_ways(project, monkeypatch)["spend"]["total"] == pytest.approx(TOTAL)
 
 
 def test_budget_money_within_and_the_old_price_key(pytester: pytest.Pytester):

@@ -10,7 +10,7 @@ import json
 import pytest
 
 from conftest import TokProject, assert_no_crash, failure_section, summary_section
-from wholebill import TOOLS, messages, prompt_len, tokenizer_copy, write_jsonl
+from wholebill import TOOLS, audited_both_ways, messages, prompt_len, tokenizer_copy, write_jsonl
 
 from pytest_tokaudit.tokenizers.chat import chat_for, conversation
 
@@ -54,7 +54,7 @@ def test_lengths_equal_apply_chat_template(tmp_path):
     assert conversation(image, None) == "message 0 has a part the template cannot count (image_url)"
 
 
-def test_openrouter_records_prompt_counts(pytester: pytest.Pytester):
+def test_openrouter_records_prompt_counts(pytester: pytest.Pytester, monkeypatch):
     project = TokProject(pytester, ())
     rows = openrouter_rows()
     rows[4]["usage"]["prompt_tokens"] += 40  # a system prompt added behind the user's back
@@ -81,6 +81,9 @@ def test_openrouter_records_prompt_counts(pytester: pytest.Pytester):
     assert rows_shown[0][:2] == ["provider=Alpha,", "model=qwen/qwen3-32b"] and rows_shown[0][-1] == "1"
     assert rows_shown[1][:2] == ["provider=Beta,", "model=qwen/qwen3-32b"] and rows_shown[1][-1] == "0"
     assert rows_shown[1][-3] == "13.33"  # 40 tokens over the 3 records of Beta
+    # The prompt audit reads whole records: the columnar path hands it the same.
+    report = audited_both_ways(project, monkeypatch)
+    assert report["files"][0]["findings"]
     # The outlier allowance of its own: one prompt outlier allowed, the file passes.
     result = project.run("-o", "tokaudit_prompt_count_outliers=1")
     result.assert_outcomes(passed=2)

@@ -86,3 +86,21 @@ def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return path
+
+
+def audited_both_ways(project: Any, monkeypatch: Any, *args: str) -> dict[str, Any]:
+    """The project's JSON report through the per-line path and through the columnar path
+    (TOKAUDIT_COLUMNAR=0 and =1, whatever the files' size), asserted equal: the checks
+    reading whole records get the same records either way. Returns the report."""
+    reports = []
+    for mode in ("0", "1"):
+        monkeypatch.setenv("TOKAUDIT_COLUMNAR", mode)
+        written = project.path.parent / f"report-{mode}.json"  # outside the project's root
+        project.run(*args, f"--tokaudit-json={written}", "--tokaudit-no-cache")
+        report = json.loads(written.read_text())
+        for key in ("created", "duration", "started", "finished", "environment"):
+            report.pop(key, None)
+        reports.append(report)
+    monkeypatch.delenv("TOKAUDIT_COLUMNAR")
+    assert reports[1] == reports[0]
+    return reports[0]
