@@ -217,7 +217,7 @@ class _Rows(Sequence[Any]):
         self.fields = fields or None  # per row (as n_ids): the values of Plan.fields
         self.ids = ids  # per row: its ids as an int64 buffer (Plan.ids), else None
         self.whole = whole  # full mode: (flat, starts, ends, hits, data) of every row, lists
-        self.made: dict[int, ColumnRecord] = {}  # a failed record is one object to all its readers
+        self.made: dict[int, ColumnRecord] = {}  # a record is one object to all its readers
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -228,10 +228,13 @@ class _Rows(Sequence[Any]):
         cols, k = self.columns, self.keys[i]
         values = self.fields[k] if self.fields is not None else None
         if self.whole is not None:  # full mode: a whole record, its data read on demand
-            flat, starts, ends, hits, data = self.whole
-            return ColumnRecord(cols.line[i], cols.id[i], cols.billed[i], self.n_ids[k], flat,
-                                starts[k], ends[k], {t: h[k] for t, h in hits.items()}, values,
-                                functools.partial(data, k))
+            made = self.made.get(i)
+            if made is None:
+                flat, starts, ends, hits, data = self.whole
+                made = self.made[i] = ColumnRecord(
+                    cols.line[i], cols.id[i], cols.billed[i], self.n_ids[k], flat, starts[k],
+                    ends[k], {t: h[k] for t, h in hits.items()}, values, functools.partial(data, k))
+            return made
         if k in self.bad:
             made = self.made.get(i)
             if made is None:
