@@ -45,19 +45,43 @@ class Small(enum.IntEnum):
     THREE = 3
 
 
-def audit(contract: api.Contract, items: list[Any], batch: int, mode: str) -> tuple[Any, ...]:
+def audit(contract: api.Contract, items: list[Any], batch: int, mode: str,
+          plugins: tuple[Any, ...] = ()) -> tuple[Any, ...]:
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv(columnar.ENV, mode)
-        stream = api.audit_records(contract, items, batch=batch, figures=True)
+        stream = api.audit_records(contract, items, batch=batch, figures=True, plugins=plugins)
         found = list(stream)
     return found, stream.summary, json.loads(stream.file_summary.to_json())
 
 
-def assert_same(contract: api.Contract, items: list[Any], batch: int) -> None:
-    fast = audit(contract, items, batch, "")
-    plain = audit(contract, items, batch, "0")
+def assert_same(contract: api.Contract, items: list[Any], batch: int,
+                plugins: tuple[Any, ...] = ()) -> None:
+    fast = audit(contract, items, batch, "", plugins)
+    plain = audit(contract, items, batch, "0", plugins)
     assert fast[2] == plain[2]
     assert fast == plain
+
+
+class WholeRecords:
+    """A user's checks reading whole records (their dict, ids, last id, token counts): the
+    kernel hands them every record whole. What they find does not depend on batches."""
+
+    @pytest.hookimpl
+    def pytest_tokaudit_check_record(self, record):
+        data = record.data
+        found = []
+        if data.get("provider") == "":
+            found.append(record.finding("no_provider", f"{record.n_ids} ids, last {record.last_id}"))
+        if record.ids[:1] == [3] and record.count_each((7, 8)) == [0, 0]:
+            found.append(record.finding("no_end", f"keys {sorted(data)}"))
+        if record.n_ids % 3 == 0:
+            found.append(record.finding("thirds", f"{data.get('sample_id')!r}: {data['output_ids']}"))
+        return found
+
+    @pytest.hookimpl
+    def pytest_tokaudit_check_batch(self, records):
+        return [r.finding("odd_count", f"billed {r.count}, {type(r.data).__name__}")
+                for r in records if r.count % 5 == 2]
 
 
 ids_element = st.one_of(
@@ -115,6 +139,18 @@ SETTINGS = settings(max_examples=examples(120), derandomize=True, deadline=None,
          which="structure", batch=16)
 def test_batches_of_dicts_audit_as_the_per_line_path(stream, which, batch):
     assert_same(api.Contract.from_dict(CONTRACTS[which]), stream, batch)
+
+
+@SETTINGS
+@given(stream=st.lists(items(), max_size=80), which=st.sampled_from(sorted(CONTRACTS)),
+       batch=st.sampled_from([16, 64]))
+@example(stream=[rec(f"r{i}", 6, once=[3], last=7) for i in range(15)]
+         + [{"sample_id": "b", "completion_tokens": 3, "output_ids": [3, 1, 1], "provider": ""}],
+         which="structure", batch=16)
+def test_a_users_checks_see_the_same_whole_records(stream, which, batch):
+    contract = api.Contract.from_dict(CONTRACTS[which])
+    assert dicts.plan(contract, api.check_hook([WholeRecords()])).full
+    assert_same(contract, stream, batch, (WholeRecords(),))
 
 
 def test_every_odd_id_type_is_worded_as_the_per_line_path_words_it():

@@ -4,7 +4,8 @@ A batch of items is turned into the kernel's columns (kernel.py): a dict whose f
 plain (its billed count an int, its id a str or int, its ids a list of exact ints) is a
 parsed row; anything else (a JSON line, a field the per-line path would word a finding
 for, an id past the int32 range) goes to the per-line path (parse_object / PlainPass.take)
-in its place, exactly as the columnar JSONL path hands on an odd line.
+in its place, exactly as the columnar JSONL path hands on an odd line. A check that reads
+whole records (a user's) gets each parsed row whole, its `data` the dict itself (full mode).
 
 The ids are read through `marshal.dumps(ids, 2)`: one pass in C that writes each exact
 int of the int32 range as the 5 bytes `i` + its value (little-endian), and anything
@@ -59,14 +60,17 @@ def plan(contract: Contract, hook: Any) -> Any:
     if any(len(f) != 1 for f in fields) or len({f[0] for f in fields}) != len(fields):
         return None
     declared = declarations(contract, hook)
-    if declared is None or declared[3] or declared[1] or not declared[2] <= LIGHT - {"ids"}:
-        return None  # a check that needs whole records, a field's value or the ids
+    if declared is None:
+        return None
+    full = declared[3] or bool(declared[1]) or not declared[2] <= LIGHT - {"ids"}
     try:
         import numpy  # noqa: F401
     except ImportError:
         return None
     names = {getattr(i.plugin, "native_key", None) for i in declared[0]}
-    return Plan("count" in names, "structure" in names)
+    # A check that reads more than a light row holds (the whole record, a field's value,
+    # the ids) gets every record whole: its data is the dict given.
+    return Plan("count" in names, "structure" in names, full=full)
 
 
 class DictPass:
@@ -75,6 +79,7 @@ class DictPass:
     def __init__(self, contract: Contract, how: Any, plain: Any, summary: FileSummary,
                  hook: Any, take_odd: Callable[[int, Any], None]):
         self.kernel = Kernel(contract, how, plain, summary, hook)
+        self.full = how.full  # a check of the user's: every record whole, its dict as data
         self.np = self.kernel.np
         self.summary = summary
         self.take_odd = take_odd
@@ -100,8 +105,11 @@ class DictPass:
         def take(row: int) -> None:
             self.take_odd(line0 + row + 1, items[row])
 
+        data = items.__getitem__ if self.full else None
+        if data is not None and len(rows) < n:
+            data = [items[row] for row in rows].__getitem__  # by the index of a parsed row
         self.kernel.fold(n, line0, odd, rows, flat, n_ids, counts, record_ids, skipped, take,
-                         starts)
+                         starts, data=data)
 
     def clean(self, items: list[Any]) -> Any:
         """each()'s columns of a batch of plain dicts (the common case), a step per column
