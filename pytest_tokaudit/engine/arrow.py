@@ -39,8 +39,8 @@ from ..sources.parse import (
     sum_terms,
     template_texts,
 )
-from .columnar import EXACT, LIGHT, Plan
-from .kernel import I64_MAX, Kernel
+from .columnar import EXACT, Plan, declarations
+from .kernel import Kernel
 from .observers import NONE, Observers
 from .plain import BATCH, RECORD, PlainPass
 
@@ -248,25 +248,22 @@ def _audit_table(source: Any, table: Any, contract: Contract, hook: Any, summary
 
 def _plan(contract: Contract, hook: Any) -> tuple[Plan, bool] | None:
     """How the kernel runs the rows: (columnar.Plan, whether every row goes to the hooks
-    whole), or None where each row is a record for the per-line path."""
-    tokens = contract.require_once_ids + contract.require_last_ids + contract.forbid_ids
-    if contract.text_template is not None or any(t > I64_MAX for t in tokens):
+    whole: what columnar.declarations says, or a batch hook reading a field's value, which
+    this pass does not read apart), or None where each row is a record for the per-line
+    path."""
+    if contract.text_template is not None:
         return None
     try:
         import numpy  # noqa: F401 - optional to pyarrow
-
-        record = hook.pytest_tokaudit_check_record.get_hookimpls()
-        batch = hook.pytest_tokaudit_check_batch.get_hookimpls()
     except ImportError:
         return None
-    except AttributeError:  # not a pluggy hook relay: every hook gets every row whole
-        return Plan(False, False), True
-    reads = [getattr(i.plugin, "reads", lambda c: {"data"})(contract) for i in batch]
-    light = (all(getattr(i.plugin, "native", lambda c: False)(contract) for i in record)
-             and all(what <= LIGHT for what in reads))  # a field's value (a tuple): whole
+    declared = declarations(contract, hook)
+    if declared is None:  # a token past int64
+        return None
+    record, fields, light, full = declared
+    full = full or bool(fields)
     names = {getattr(i.plugin, "native_key", None) for i in record}
-    return (Plan("count" in names, "structure" in names, ids=light and any("ids" in w for w in reads)),
-            not light)
+    return Plan("count" in names, "structure" in names, ids=not full and "ids" in light), full
 
 
 class _Batches:

@@ -139,16 +139,16 @@ def declarations(contract: Contract, hook: Any
     """What the checks declare (checks/), for both plans: the per-record hooks, the fields
     the batch hooks `reads` (paths), their other names, and whether some check needs whole
     records (a per-record check without `native(contract)`, a batch hook without `reads`
-    or reading more than LIGHT); None where a token does not fit int64 or `hook` is no
-    pluggy hook relay."""
+    or reading more than LIGHT, any hook where `hook` is no pluggy hook relay: who is
+    called cannot be told); None where a token does not fit int64."""
     tokens = contract.require_once_ids + contract.require_last_ids + contract.forbid_ids
     if any(t > I64_MAX for t in tokens):
         return None
     try:
         record = hook.pytest_tokaudit_check_record.get_hookimpls()
         batch = hook.pytest_tokaudit_check_batch.get_hookimpls()
-    except AttributeError:  # not a pluggy hook relay
-        return None
+    except AttributeError:  # not a pluggy hook relay: every hook gets every record whole
+        return [], (), set(), True
     full = False
     for impl in record:
         native = getattr(impl.plugin, "native", None)
