@@ -198,11 +198,6 @@ class Report:
     # A digest of the bytes each path key names, by key (None: an older report)
     contract_files: dict[str, str] | None = None
 
-    @property
-    def keeps_ids(self) -> bool:
-        """Whether its files carry their record ids (only kept for the dataset id checks)."""
-        return self.contract.unique_ids or bool(self.contract.expected_ids)
-
 
 _COUNTS = (
     "lines", "blank", "records", "audited", "skipped", "unreadable", "errors", "checked", "billed",

@@ -126,7 +126,7 @@ MALFORMED = [
 def test_a_real_report_is_valid(report: dict, pytester: pytest.Pytester):
     loaded = load_report(pytester.path / "base.json")
     assert [s.path for s in loaded.files] == ["data/a.jsonl", "data/b.jsonl"]
-    assert loaded.contract.unique_ids and loaded.keeps_ids
+    assert loaded.contract.unique_ids
     assert loaded.metrics["data/a.jsonl"]["records_with_findings"] == 1
     assert [s.channels["ids"] for s in loaded.files] == [[[None, [1, 2], [1, 2]]], [[None, [3], [1]]]]
 
