@@ -169,13 +169,19 @@ def files(draw) -> bytes:
 # -- 1. identical results --------------------------------------------------------------------
 
 @SETTINGS
-@given(data=files(), which=st.sampled_from(sorted(CONTRACTS)), chunk=st.sampled_from([16, 64, 1 << 20]))
+@given(data=files(), which=st.sampled_from(sorted(CONTRACTS)), chunk=st.sampled_from([16, 64, 1 << 20]),
+       blanks_at_once=st.sampled_from([0, 64]))
 @example(data=b'{"sample_id":"a","completion_tokens":1,"output_ids":[1],"output_ids":[2,3]}\n',
-         which="default", chunk=64)
+         which="default", chunk=64, blanks_at_once=64)
 @example(data=b'{"sample_id":"a","completion_tokens":2,"output_ids":[1,[2]]}\n', which="default",
-         chunk=64)
-def test_random_files_audit_the_same_on_both_paths(tmp_path, monkeypatch, data, which, chunk):
+         chunk=64, blanks_at_once=64)
+@example(data=b'\n \r\n{"sample_id":"a","completion_tokens":1,"output_ids":[1]}\n\t\n[1]\n  x\n\r',
+         which="default", chunk=1 << 20, blanks_at_once=0)
+def test_random_files_audit_the_same_on_both_paths(tmp_path, monkeypatch, data, which, chunk,
+                                                   blanks_at_once):
     monkeypatch.setattr(columnar, "CHUNK", chunk)
+    # 0: a chunk's blank lines are always counted at once (columnar._Columns.apart)
+    monkeypatch.setattr(columnar, "BLANKS_AT_ONCE", blanks_at_once)
     path = tmp_path / "x.jsonl"
     path.write_bytes(data)
     assert_same(path, CONTRACTS[which])

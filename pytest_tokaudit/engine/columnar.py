@@ -312,6 +312,8 @@ class _Columns:
         self.row_ids: list[Any] | None = None  # their ids' buffers, when a batch hook reads ids
         self.tokens = tuple(dict.fromkeys(contract.require_once_ids + contract.forbid_ids))
         self.spare: Any = None  # a second parser, for the rare line looked at again
+        self.others: list[int] = []  # of the last chunk: apart()
+        self.blanks = 0
 
     def chunk(self, data: bytes, line0: int) -> int:
         """Audit a run of whole lines numbered from line0 + 1; the number of the last.
@@ -337,8 +339,9 @@ class _Columns:
                 & (u[np.minimum(starts, last)] == 123) & (u[ends - 1] == 125))  # { and }
         good_rows = np.flatnonzero(good)
         cut = _Cut(data, starts, ends)
+        self.apart(u, cut, good, n - len(good_rows))
         if not len(good_rows):
-            return self.fold(cut, n, line0, list(range(n)), [], [], [], [], [], 0)
+            return self.fold(cut, n, line0, self.others, [], [], [], [], [], 0)
         # One JSON array of the good lines with a sentinel between each two: a line that
         # is no JSON value alone but joins its neighbour into one (or splits into two)
         # cannot keep every record between its sentinels, so misalignment is seen.
@@ -353,8 +356,8 @@ class _Columns:
                 [data[starts[a]:ends[b]] for a, b in zip(firsts, lasts)]).replace(b"\n", sep) + b"]"
         # The "[" of the good lines, and the array's own (numpy: bytes.count is slower).
         brackets = int(np.count_nonzero(u == 91)) + 1
-        if len(good_rows) < n:
-            brackets -= sum(cut.line(row).count(b"[") for row in np.flatnonzero(~good).tolist())
+        if len(good_rows) < n:  # (a blank line holds none)
+            brackets -= sum(cut.line(row).count(b"[") for row in self.others)
         rows = good_rows.tolist()
         docs: Any = None
         try:
@@ -370,6 +373,22 @@ class _Columns:
             finally:
                 docs = None  # the parser is reused: no view of its document may live on
         return self.by_line(cut, n, line0, rows, brackets)
+
+    def apart(self, u: Any, cut: _Cut, good: Any, many: int) -> None:
+        """The chunk's lines that are not `{...}` within the limit (`many` of them), in
+        `self.others` for the per-line path, less the blank ones (white space only), whose
+        number goes to `self.blanks`: where they are many they are counted at once, so a run
+        of millions of blank lines costs what its bytes cost, not a Python step each."""
+        np = self.np
+        self.blanks = 0
+        if many <= BLANKS_AT_ONCE:  # each to take_odd, which counts a blank one
+            self.others = np.flatnonzero(~good).tolist() if many else []
+            return
+        solid = np.zeros(len(u) + 1, dtype=np.int64)  # bytes other than JSON_WS before each
+        np.cumsum(~np.isin(u, np.frombuffer(JSON_WS, dtype=np.uint8)), out=solid[1:])
+        empty = solid[cut.ends] == solid[cut.starts]
+        self.blanks = int(np.count_nonzero(empty))
+        self.others = np.flatnonzero(~good & ~empty).tolist()
 
     def by_line(self, cut: _Cut, n: int, line0: int, good_rows: list[int],
                 brackets: int) -> int:
@@ -483,8 +502,7 @@ class _Columns:
             flat = self.np.fromiter(itertools.chain.from_iterable(encoded), self.np.int64, sum(n_ids))
             bufs = [array("q", ids).tobytes() for ids in encoded] if self.how.ids else []
         if len(good_rows) < n or failed:
-            taken = set(good_rows)
-            odd = sorted([r for r in range(n) if r not in taken] + odd + failed)
+            odd = sorted(self.others + odd + failed)
         self.row_fields = field_values
         self.row_ids = bufs if self.how.ids else None
         return self.fold(cut, n, line0, odd, rows, bufs, counts, record_ids, n_ids, skipped, flat)
@@ -550,8 +568,13 @@ class _Columns:
                 return objects[k]
 
         self.kernel.fold(n, line0, odd, rows, flat, n_ids, counts, record_ids, skipped, take_odd,
-                         fields=self.row_fields, ids=self.row_ids, data=data)
+                         fields=self.row_fields, ids=self.row_ids, data=data, blank=self.blanks)
+        self.blank += self.blanks
         return line0 + n
+
+
+# A chunk with more lines than this that are no `{...}` has its blank ones counted at once.
+BLANKS_AT_ONCE = 64
 
 
 SENTINEL = 10**17 + int.from_bytes(os.urandom(7), "little")  # no data can hold it by chance

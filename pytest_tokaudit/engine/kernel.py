@@ -116,13 +116,15 @@ class Kernel:
              n_ids: list[int], counts: list[int], record_ids: list[Any], skipped: int,
              take_odd: Callable[[int], None], starts: Any = None,
              fields: list[dict[tuple[str, ...], Any]] | None = None,
-             ids: list[Any] | None = None, data: Callable[[int], Any] | None = None) -> None:
+             ids: list[Any] | None = None, data: Callable[[int], Any] | None = None,
+             blank: int = 0) -> None:
         """One batch of n rows, numbered line0 + 1 on: the parsed `rows` (with their ids in
         `flat`, `n_ids` of each from its `starts`, else one after the other, their billed
         `counts` and `record_ids`) checked and folded, the `odd` rows (sorted) handed to
         `take_odd` in their place. `fields` and `ids` (per parsed row, when a batch hook
         reads field paths or the ids) ride on the light records. With `data` (a parsed
-        row's whole record, by its index in `rows`) every record goes to every hook whole."""
+        row's whole record, by its index in `rows`) every record goes to every hook whole.
+        `blank` rows are neither: blank lines the source counted itself."""
         np, summary = self.np, self.summary
         if rows:
             lens = np.array(n_ids, dtype=np.int64)
@@ -155,7 +157,7 @@ class Kernel:
                          {t: h.tolist() for t, h in hits.items()}, data)
         else:
             good_rows, bad, whole = [], {}, None
-        summary.records += n - len(odd)  # PlainPass counts its own
+        summary.records += n - len(odd) - blank  # PlainPass counts its own
         summary.skipped += skipped
         summary.audited += len(good_rows)
         # The batch hooks (the ids and budget channels) get the parsed rows as light
