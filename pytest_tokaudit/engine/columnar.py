@@ -87,8 +87,8 @@ TEXT_MIN_BYTES = 32 << 20
 
 # What a light row (model.records.LightRow) holds: a batch hook whose `reads(contract)` is
 # within this (or names fields, as paths: `field_values`) gets one per clean record; any
-# other batch hook (a user's, by default) gets every record whole (Plan.full). `rebuilt` is never on one: a record storing ids beside a text
-# template goes per line.
+# other batch hook (a user's, by default) gets every record whole (Plan.full). `rebuilt`
+# is never on one: a record storing ids beside a text template goes per line.
 LIGHT = frozenset({"line", "id", "count", "n_ids", "ids", "rebuilt"})
 
 
