@@ -261,7 +261,8 @@ def parse_line(
         if flag is MISSING or not flag:
             return SKIPPED
     if contract.requests and (why := error_of(obj)) is not None:  # counted apart
-        return _error_line(obj if cut is None else load_object(raw), contract, why)  # the whole object
+        # The whole object: the ids were cut out of `obj`.
+        return _error_line(obj if cut is None else load_object(raw), contract, why)
     problems, record_id, count, ids = judge_fields(obj, contract, cut is None)
     if problems and _big_floats(obj, contract):
         # Maybe an integer past 64 bits, which orjson reads as a float: read it exactly.
