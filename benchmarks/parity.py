@@ -10,7 +10,9 @@ The data are the kit's generated files at size `small` ($TOKAUDIT_BENCH_PARITY_S
 into its cache on first use (benchmarks/generate.py), and the suite's bad-input corpus
 (tests/corpus.py: BAD_LINES, NEW_BAD_LINES) with records
 each built-in finding fails, repeated past a chunk: in process, under `-n 2`, and on Ray
-(`--tokaudit-engine=ray`, a local cluster; TOKAUDIT_PARITY_RAY=0 leaves it out).
+(`--tokaudit-engine=ray`, a local cluster; TOKAUDIT_PARITY_RAY=0 leaves it out). Two cases
+add a conftest.py whose checks read whole records (USER). TOKAUDIT_PARITY_CASES=12,13 runs
+those cases alone (0-based, in CASES' order).
 """
 import gzip, json, os, subprocess, sys, tempfile, shutil, re
 from pathlib import Path
@@ -29,6 +31,23 @@ QW = "[pytest]\ntokaudit_tokenizer = {tok}\ntokaudit_count_abs = 8\ntokaudit_cou
 RAW = "[pytest]\ntokaudit_tokenizer = {tok}\ntokaudit_id_field = id\ntokaudit_count_field = usage.completion_tokens\ntokaudit_text_template = {{choices.0.message.reasoning?}}</think>{{choices.0.message.content}}<|im_end|>\ntokaudit_finish_reason = stop\ntokaudit_count_abs = 8\ntokaudit_count_rel = 2%\ntokaudit_require_once = </think>\ntokaudit_require_last = <|im_end|>\ntokaudit_group_by = provider\n"
 STRUCT = "[pytest]\ntokaudit_count_abs = 2\ntokaudit_count_rel = 10%\ntokaudit_require_once = 3\ntokaudit_require_last = 7 8\ntokaudit_forbid = 0\ntokaudit_unique_ids = true\ntokaudit_max_shown = 1000\ntokaudit_shard_size = 1048576\n"
 PLAIN = "[pytest]\ntokaudit_unique_ids = true\ntokaudit_max_shown = 1000\n"
+# A conftest.py's checks reading whole records (the kernel's full mode since 2026-12-06;
+# the per-line path before): what they find must not depend on the path or on batches.
+USER = """import pytest
+
+
+@pytest.hookimpl
+def pytest_tokaudit_check_record(record, contract):
+    data = record.data
+    if record.n_ids % 5 == 0 and data.get("provider", "p") != "":
+        return record.finding("user_fifth", f"{record.n_ids} ids, last {record.last_id}")
+
+
+@pytest.hookimpl
+def pytest_tokaudit_check_batch(records, contract):
+    return [r.finding("user_batch", f"billed {r.count}, {len(r.data)} keys")
+            for r in records if r.count % 11 == 3]
+"""
 
 
 def corpus_bytes():
@@ -50,8 +69,9 @@ CASES = [("corpus.jsonl", STRUCT, {"TOKAUDIT_COLUMNAR": "1"}), ("corpus.jsonl", 
          ("seed.jsonl", KIMI, {}), ("seed.jsonl", KIMI, {"TOKAUDIT_COLUMNAR": "1"}),
          ("short-seed.jsonl", KIMI, {"TOKAUDIT_COLUMNAR": "1"}), ("seed.parquet", KIMI, {}),
          ("seed.jsonl", KIMI + "tokaudit_shard_size = 4000000\n", {}),
-         ("roundtrip.jsonl", QW, {}), ("raw.jsonl", RAW, {}), ("raw.jsonl", RAW, {"TOKAUDIT_COLUMNAR": "1"})]
-def run(code, data, ini, env_extra, nflag):
+         ("roundtrip.jsonl", QW, {}), ("raw.jsonl", RAW, {}), ("raw.jsonl", RAW, {"TOKAUDIT_COLUMNAR": "1"}),
+         ("corpus.jsonl", STRUCT, {"TOKAUDIT_COLUMNAR": "1"}, USER), ("seed.jsonl", KIMI, {}, USER)]
+def run(code, data, ini, env_extra, nflag, conftest=None):
     d = Path(tempfile.mkdtemp(prefix="par-"))
     (d / "data").mkdir()
     if data in CORPUS:
@@ -60,6 +80,8 @@ def run(code, data, ini, env_extra, nflag):
     else:
         os.symlink(ensure(KINDS[data], SIZE), d / "data" / data)
     (d / "pytest.ini").write_text(ini.format(tok=QWEN_DIR))
+    if conftest:
+        (d / "conftest.py").write_text(conftest)
     env = {**os.environ, "PYTHONPATH": code, **env_extra}
     r = subprocess.run([PY, "-m", "pytest", "--tokaudit", "-p", "no:randomly", "-p", "no:cacheprovider", "--tokaudit-no-cache",
                         "--tokaudit-json", "r.json", "-rA", "-q", *MODES[nflag], "data"], cwd=d, env=env, capture_output=True, text=True)
@@ -73,14 +95,17 @@ def run(code, data, ini, env_extra, nflag):
 MODES = {"in process": ("-p", "no:xdist"), "-n 2": ("-n", "2"), "ray": ("--tokaudit-engine=ray",)}
 RAY = os.environ.get("TOKAUDIT_PARITY_RAY", "1") != "0"
 ok = True
-for data, ini, env in CASES:
+ONLY = os.environ.get("TOKAUDIT_PARITY_CASES")  # e.g. "12,13": those cases (0-based) alone
+for at, (data, ini, env, *conftest) in enumerate(CASES):
+    if ONLY and str(at) not in ONLY.split(","):
+        continue
     for nflag in MODES:
         if nflag == "ray" and (not RAY or data not in CORPUS):
             continue
-        a = run(OLD, data, ini, env, nflag); b = run(NEW, data, ini, env, nflag)
+        a = run(OLD, data, ini, env, nflag, *conftest); b = run(NEW, data, ini, env, nflag, *conftest)
         same = a == b
         ok &= same
-        print(f"{'SAME' if same else 'DIFF'} {data} {env or ''} {nflag} exit={a[0]}/{b[0]} items={len(a[1])} findings={(a[2] or {}).get('totals', {}).get('findings', '?')}", flush=True)
+        print(f"{'SAME' if same else 'DIFF'} {data} {env or ''}{' conftest' if conftest else ''} {nflag} exit={a[0]}/{b[0]} items={len(a[1])} findings={(a[2] or {}).get('totals', {}).get('findings', '?')}", flush=True)
         if not same:
             if a[1] != b[1]: print("  lines differ:", set(a[1]) ^ set(b[1]))
             if a[2] != b[2]:
