@@ -12,7 +12,7 @@ import pytest
 
 from conftest import (XDIST_MODES, TokProject, assert_no_crash, assert_usage_error, failure_section, merge,
                       summary_section)
-from wholebill import batch_pair, error_line, tokenizer_copy, write_jsonl
+from wholebill import audited_both_ways, batch_pair, error_line, tokenizer_copy, write_jsonl
 
 # The merge test judges in this process: numpy (a C extension) is imported at collection, so
 # that an in-process pytester run of another test cannot make it load a second time.
@@ -109,6 +109,34 @@ def test_the_join_under_two_workers_is_the_same(pytester: pytest.Pytester):
                   "1 responses without a request, 1 error line"]
     assert "data/out2.jsonl:2: custom_id 'request-99': no request" in result.stdout.str()
     assert_error_lines_apart(result, project)
+
+
+def test_stored_ids_join_alike_on_both_paths(pytester: pytest.Pytester, monkeypatch):
+    """Responses that store their ids, joined to requests, with TOKAUDIT_COLUMNAR=0 and =1:
+    the same report, error lines (`error` set, a status other than 200, a status given
+    twice) counted apart. The join keeps one channel entry per batch, so a part of such a
+    contract stays on the per-line path (columnar.plan): the chunk engine's batches are
+    cut elsewhere, and its report would differ."""
+    project = TokProject(pytester, ())
+    write_jsonl(project.path / "batches/job_input.jsonl",
+                [{"custom_id": f"r{k}", "body": {}} for k in range(12)])
+    rows = [{"custom_id": f"r{k}", "completion_tokens": 3, "output_ids": [1, 2, 3],
+             "response": {"status_code": 200}, "error": None} for k in range(11)]
+    rows[2]["error"] = {"message": "expired"}
+    rows[4]["response"] = {"status_code": 500}
+    rows[6]["response"] = {"status_code": "200"}  # not the int 200: an error line
+    rows[7]["response"] = [200]  # no object: no status, a response
+    rows[8]["error"] = False  # set: an error line
+    path = write_jsonl(project.path / "data/out.jsonl", rows)
+    with path.open("a") as fh:  # the status given twice: orjson reads the last
+        fh.write('{"custom_id": "r11", "completion_tokens": 3, "output_ids": [1, 2, 3], '
+                 '"response": {"status_code": 200, "status_code": 503}}\n')
+    project.ini(testpaths="data", tokaudit_id_field="custom_id",
+                tokaudit_requests="batches/*_input.jsonl")
+    report = audited_both_ways(project, monkeypatch)
+    assert report["files"][0]["errors"] == 5
+    assert [d["message"] for d in report["dataset"] if d["name"] == "requests"] == [
+        "12 requests, 12 answered exactly once, 5 error lines"]
 
 
 # Without xdist: the first part of test_the_merge_of_two_parts_judges_the_whole_join (the same
