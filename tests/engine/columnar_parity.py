@@ -20,6 +20,26 @@ from pytest_tokaudit.engine.plain import check_file
 from pytest_tokaudit.model.summary import FileSummary
 
 
+class WholeRecords:
+    """A user's checks reading whole records (its object, ids, last id), per record and
+    per batch: the chunk engine hands them every record whole (the kernel's full mode).
+    What they find does not depend on where a batch ends (the two paths cut batches
+    differently)."""
+
+    @pytest.hookimpl
+    def pytest_tokaudit_check_record(self, record):
+        data = record.data
+        if record.n_ids % 3 == 0:  # the whole object: its text differs from record to record
+            text = json.dumps(data, sort_keys=True, default=repr)[:60]
+            return record.finding("user_thirds", f"{text} {record.ids[-1:]} {record.last_id}")
+        return None
+
+    @pytest.hookimpl
+    def pytest_tokaudit_check_batch(self, records):
+        return [r.finding("user_batch", f"{sorted(r.data)} {r.data.get('id')!r}")
+                for r in records if r.count % 4 == 1]
+
+
 def audited(path: Any, contract: Any, mode: str, *extra: Any) -> tuple[str, str]:
     """(summary JSON, failure text) of the file, through the path `mode` selects."""
     with pytest.MonkeyPatch.context() as mp:

@@ -20,7 +20,7 @@ pytest.importorskip("numpy")
 from pytest_tokaudit.engine import columnar  # noqa: E402
 
 from audits import builtin_hook, default_contract  # noqa: E402
-from columnar_parity import assert_same, audited, per_line_lines  # noqa: E402
+from columnar_parity import WholeRecords, assert_same, audited, per_line_lines  # noqa: E402
 from conftest import FULL, jsonl_bytes  # noqa: E402
 from corpus import BAD_LINES, NEW_BAD_LINES  # noqa: E402
 
@@ -119,12 +119,13 @@ def lines(draw) -> Any:
 @settings(max_examples=200 if FULL else 40, derandomize=True, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(items=st.lists(lines(), max_size=20), chunk=st.sampled_from([64, 500, 1 << 20]),
-       which=st.sampled_from(sorted(CONTRACTS)))
-def test_fuzzed_finish_reasons_and_groups_audit_the_same(tmp_path, monkeypatch, items, chunk, which):
+       which=st.sampled_from(sorted(CONTRACTS)), users=st.booleans())
+def test_fuzzed_finish_reasons_and_groups_audit_the_same(tmp_path, monkeypatch, items, chunk, which,
+                                                         users):
     monkeypatch.setattr(columnar, "CHUNK", chunk)
     path = tmp_path / "x.jsonl"
     path.write_bytes(jsonl_bytes(items))
-    assert_same(path, CONTRACTS[which])
+    assert_same(path, CONTRACTS[which], *([WholeRecords()] if users else []))
 
 
 # -- the checks that read ids: the round trip (real Qwen3 tokenizer), unique_text -----------------

@@ -22,7 +22,7 @@ from pytest_tokaudit.engine import columnar  # noqa: E402
 from pytest_tokaudit.model.values import parse_count_field  # noqa: E402
 
 from audits import builtin_hook, default_contract  # noqa: E402
-from columnar_parity import assert_same, audited, per_line_lines  # noqa: E402
+from columnar_parity import WholeRecords, assert_same, audited, per_line_lines  # noqa: E402
 from conftest import FULL, jsonl_bytes  # noqa: E402
 from corpus import BAD_LINES, NEW_BAD_LINES  # noqa: E402
 
@@ -178,9 +178,9 @@ def responses(draw) -> bytes:
 @settings(max_examples=300 if FULL else 60, derandomize=True, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(lines=st.lists(responses(), max_size=25), chunk=st.sampled_from([64, 400, 1 << 20]),
-       which=st.sampled_from(sorted(CONTRACTS)))
-def test_fuzzed_responses_audit_the_same(tmp_path, monkeypatch, lines, chunk, which):
+       which=st.sampled_from(sorted(CONTRACTS)), users=st.booleans())
+def test_fuzzed_responses_audit_the_same(tmp_path, monkeypatch, lines, chunk, which, users):
     monkeypatch.setattr(columnar, "CHUNK", chunk)
     path = tmp_path / "x.jsonl"
     path.write_bytes(b"\n".join(lines))
-    assert_same(path, CONTRACTS[which])
+    assert_same(path, CONTRACTS[which], *([WholeRecords()] if users else []))
