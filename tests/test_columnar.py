@@ -69,9 +69,10 @@ def audited(path: Path, contract: Any, mode: str, start: int = 0, end: int | Non
     return summary.to_json(), failure_text(summary, contract)
 
 
-def assert_same(path: Path, contract: Any, start: int = 0, end: int | None = None) -> None:
-    plain = audited(path, contract, "0", start, end)
-    fast = audited(path, contract, "1", start, end)
+def assert_same(path: Path, contract: Any, start: int = 0, end: int | None = None,
+                hook: Any = None) -> None:
+    plain = audited(path, contract, "0", start, end, hook)
+    fast = audited(path, contract, "1", start, end, hook)
     assert json.loads(fast[0]) == json.loads(plain[0])
     assert fast == plain
 
@@ -252,6 +253,11 @@ def test_bad_input_corpus_audits_the_same(tmp_path, tiny_chunks, which):
     assert_same(path, CONTRACTS[which])
     text = audited(path, CONTRACTS[which], "1")[1]
     assert ("over the limit" if which == "short-lines" else "invalid JSON") in text
+    # A user's whole-record checks over the same lines, in one chunk (full mode).
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(columnar, "CHUNK", 1 << 20)
+        hook = builtin_hook(WholeRecordChecks(), *(check() for check in load(DATASET).values()))
+        assert_same(path, CONTRACTS[which], hook=hook)
 
 
 @SETTINGS
