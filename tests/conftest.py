@@ -21,6 +21,8 @@ from typing import Any, Iterable
 
 import pytest
 
+import forkrun
+
 # Token ids used by the record factory: structure tokens are given by the caller; the
 # filler never collides with them.
 FILLER = 1000
@@ -261,7 +263,7 @@ class TokProject:
         plugins of OPTIONAL_PLUGINS blocked but the cache provider and `plugins`."""
         argv = [*(["--tokaudit"] if tokaudit else []), *paths, *self.mode,
                 *blocking(("cacheprovider", *plugins)), *args]
-        return self.pytester.runpytest_subprocess(*argv, timeout=RUN_TIMEOUT)
+        return forkrun.runpytest(self.pytester, *argv, timeout=RUN_TIMEOUT)
 
     def merge(self, *reports: str) -> pytest.RunResult:
         """`python -m pytest_tokaudit merge REPORT...` in the project."""
@@ -479,7 +481,7 @@ class Gate(TokProject):
         argv = [*(["--tokaudit"] if tokaudit else []), *paths,
                 *([] if xdist else ["-p", "no:xdist"]), *blocking(plugins),
                 "-rA", "--no-fold-skipped", *args]
-        return Run(self.pytester.runpytest_subprocess(*argv, timeout=RUN_TIMEOUT))
+        return Run(forkrun.runpytest(self.pytester, *argv, timeout=RUN_TIMEOUT))
 
 
 @pytest.fixture
@@ -595,3 +597,7 @@ def flagged(section: list[str], path: str) -> list[tuple[int, str]]:
         if m:
             out.append((int(m[1]), m[2]))
     return out
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    forkrun.close()  # the warm process this worker started for its pytest runs

@@ -22,6 +22,7 @@ from typing import Any, Iterator
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+import forkrun
 from conftest import RUN_TIMEOUT, UNRELATED_PLUGINS, jsonl_bytes, rec
 from tokdata import END_THINK, IM_END, qwen_dir
 
@@ -79,7 +80,7 @@ def test_a_bad_value_is_the_usage_error_of_the_plugin(pytester: pytest.Pytester,
         api.Contract.from_ini(ini)
     message = str(info.value)
     assert message.startswith(key) and why in message
-    result = pytester.runpytest_subprocess("--tokaudit", *UNRELATED_PLUGINS, timeout=RUN_TIMEOUT)
+    result = forkrun.runpytest(pytester, "--tokaudit", *UNRELATED_PLUGINS, timeout=RUN_TIMEOUT)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert f"ERROR: {message}" in result.stderr.lines
     # The same value from a dict: the same message, naming where it came from.
@@ -195,7 +196,7 @@ def corpus() -> list[bytes]:
 def run_pytest(pytester: pytest.Pytester) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The JSON report and the failures file's findings of `pytest --tokaudit data`."""
     (pytester.path / "pytest.ini").write_text("[pytest]\n" + "".join(f"{k} = {v}\n" for k, v in INI.items()))
-    result = pytester.runpytest_subprocess(
+    result = forkrun.runpytest(pytester, 
         "--tokaudit", "data", "--tokaudit-json=report.json", "--tokaudit-failures=failures.jsonl",
         "-p", "no:xdist", *UNRELATED_PLUGINS, timeout=RUN_TIMEOUT)
     assert result.ret == 1, result.stdout.str() + result.stderr.str()

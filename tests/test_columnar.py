@@ -32,6 +32,7 @@ from pytest_tokaudit.checks import DATASET, load  # noqa: E402
 from pytest_tokaudit.engine.failure import failure_text  # noqa: E402
 from pytest_tokaudit.model.summary import FileSummary  # noqa: E402
 
+import forkrun  # noqa: E402
 from conftest import assert_no_crash, compress, examples, failure_sections, jsonl_bytes, rec  # noqa: E402
 from audits import builtin_hook, default_contract, jsonl_files  # noqa: E402
 from corpus import BAD_LINES  # noqa: E402
@@ -475,7 +476,7 @@ def test_pytest_runs_agree_with_and_without_the_columnar_path(pytester, monkeypa
         monkeypatch.setenv(columnar.ENV, mode)
         for xdist in (("-n", "2"), ("-p", "no:xdist")):
             written = pytester.path.parent / f"report-{mode}-{xdist[1]}.json"  # outside the root
-            result = pytester.runpytest_subprocess(
+            result = forkrun.runpytest(pytester, 
                 # No cache: each run must audit, or the later ones would only reuse the first.
                 "--tokaudit", "data", *xdist, f"--tokaudit-json={written}", "--tokaudit-no-cache")
             assert_no_crash(result)

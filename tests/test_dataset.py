@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+import forkrun
 from conftest import UNRELATED_PLUGINS, TokProject, assert_no_crash, rec, summary_section
 
 FAILED = pytest.ExitCode.TESTS_FAILED
@@ -51,7 +52,7 @@ def test_dataset_checks_identical_in_every_xdist_mode(pytester: pytest.Pytester)
     dataset(project)
     seen, results, junit = {}, {}, {}
     for name, mode in MODES.items():
-        result = pytester.runpytest_subprocess(  # each mode audits: no run reuses another's
+        result = forkrun.runpytest(pytester,   # each mode audits: no run reuses another's
             "--tokaudit", "data", "-rA", "--tokaudit-no-cache", "--junitxml=r.xml", *mode,
             *UNRELATED_PLUGINS, timeout=120,
         )

@@ -14,6 +14,7 @@ import re
 
 import pytest
 
+import forkrun
 from conftest import TokProject, assert_no_crash, failure_section, rec, summary_rows
 from pytest_tokaudit.tokenizers.hf import load_tokenizer
 from tokdata import qwen_dir, sample_texts
@@ -153,7 +154,7 @@ def test_the_example_project_stays_red(pytester: pytest.Pytester):
     from pathlib import Path
 
     shutil.copytree(Path(__file__).parents[1] / "example_project", pytester.path, dirs_exist_ok=True)
-    result = pytester.runpytest_subprocess("--tokaudit", "-p", "no:xdist")
+    result = forkrun.runpytest(pytester, "--tokaudit", "-p", "no:xdist")
     assert result.ret == FAILED
     failed = sorted(re.findall(r"^FAILED (\S+)", result.stdout.str(), re.M))
     assert failed == ["data/api_batch_002.jsonl::tokaudit", "data/raw/openrouter_responses.jsonl::tokaudit",

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+import forkrun
 from conftest import RUN_TIMEOUT, UNRELATED_PLUGINS, assert_no_crash
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -260,7 +261,7 @@ def run_commands(pytester: pytest.Pytester, argvs: list[list[str]]) -> list[str]
                 if not (root / arg).exists():
                     (root / arg).mkdir(parents=True)
                     shutil.copy(root / "data" / "api_batch_001.jsonl", root / arg)
-            result = pytester.runpytest_subprocess(*args, *UNRELATED_PLUGINS, timeout=RUN_TIMEOUT)
+            result = forkrun.runpytest(pytester, *args, *UNRELATED_PLUGINS, timeout=RUN_TIMEOUT)
         else:
             result = pytester.run(sys.executable, "-m", module, *args, timeout=RUN_TIMEOUT)
         assert_no_crash(result)

@@ -34,6 +34,7 @@ from typing import Iterable
 
 import pytest
 
+import forkrun
 from conftest import (
     FAILED,
     INI,
@@ -869,7 +870,7 @@ def test_a_sharded_file_outside_the_rootdir_is_judged_whole(pytester: pytest.Pyt
     records = [rec(i, 10, 40 if i == 150 else 10) for i in range(200)]
     (data / "big.jsonl").write_bytes(jsonl_bytes(records))
     monkeypatch.chdir(pytester.path / "run")
-    result = pytester.runpytest_subprocess(
+    result = forkrun.runpytest(pytester, 
         "-c", "pytest.ini", "--tokaudit", str(data / "big.jsonl"), "-rA",
         *(mode or ("-p", "no:xdist")), *UNRELATED_PLUGINS, timeout=120)
     assert result.ret == FAILED, result.stdout.str()

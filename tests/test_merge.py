@@ -14,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
+import forkrun
 from conftest import FULL, TokProject, assert_no_crash, merge, rec
 
 FAILED = pytest.ExitCode.TESTS_FAILED
@@ -147,7 +148,7 @@ def test_parts_from_checkouts_in_other_folders_are_one_contract(pytester: pytest
         return project
 
     def run(project: TokProject, report: str, paths: str) -> None:
-        result = pytester.runpytest_subprocess(
+        result = forkrun.runpytest(pytester, 
             "--tokaudit", paths, "-p", "no:xdist", f"--tokaudit-json={pytester.path / report}",
             "--rootdir", str(project.path), "-c", str(project.path / "pytest.ini"),
             "--tokaudit-no-cache")

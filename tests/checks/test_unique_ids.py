@@ -12,6 +12,7 @@ import tracemalloc
 
 import pytest
 
+import forkrun
 from conftest import UNRELATED_PLUGINS, TokProject
 from pytest_tokaudit.model import idindex as ids_module
 from pytest_tokaudit.model.contract import Contract
@@ -222,7 +223,7 @@ def test_duplicates_of_a_sharded_file_under_xdist_are_listed_in_file_order(pytes
     pytester.run(sys.executable, "-c", MANY_SHARDS)
     outputs = set()
     for mode in (("-p", "no:xdist"), ("-n", "2"), ("-n", "2")):
-        result = pytester.runpytest_subprocess("--tokaudit", "data", *mode, *UNRELATED_PLUGINS,
+        result = forkrun.runpytest(pytester, "--tokaudit", "data", *mode, *UNRELATED_PLUGINS,
                                                timeout=120)
         assert result.ret == FAILED
         lines = result.stdout.lines

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+import forkrun
 from conftest import UNRELATED_PLUGINS, TokProject, assert_no_crash, rec
 from pytest_tokaudit import api
 from pytest_tokaudit.model.figures import Figures
@@ -101,8 +102,8 @@ def test_pytest_html_after_a_plain_cached_run_still_draws_each_item(pytester: py
     args = ["--tokaudit", "data", "-n", "2",
             *(a for pair in pairs if pair[1] not in ("no:html", "no:metadata") for a in pair)]
     # pytest-html loaded but not asked for: the same modules, so the same cache keys
-    assert pytester.runpytest_subprocess(*args).ret == 0
-    result = pytester.runpytest_subprocess(*args, "--html=report/report.html",
+    assert forkrun.runpytest(pytester, *args).ret == 0
+    result = forkrun.runpytest(pytester, *args, "--html=report/report.html",
                                            "--self-contained-html")
     assert_no_crash(result)
     assert result.ret == 0

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+import forkrun
 from conftest import RUN_TIMEOUT, UNRELATED_PLUGINS, TokProject, assert_no_crash, rec
 from pytest_tokaudit.__main__ import main as merge_main
 from pytest_tokaudit.model.contract import Contract
@@ -258,7 +259,7 @@ def test_pytest_html_reports_get_each_items_plots(browser, pytester: pytest.Pyte
     project.jsonl("data/b.jsonl", [rec(i, 50, 80) for i in range(100, 110)])
     pairs = zip(UNRELATED_PLUGINS[::2], UNRELATED_PLUGINS[1::2])
     args = [a for pair in pairs if pair[1] not in ("no:html", "no:metadata") for a in pair]
-    result = pytester.runpytest_subprocess(
+    result = forkrun.runpytest(pytester, 
         "--tokaudit", "data", "-n", "2", *args, "--html=report/report.html",
         "--self-contained-html", "-o", "render_collapsed=none", timeout=RUN_TIMEOUT)
     assert_no_crash(result)

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
+import forkrun
 from conftest import FULL, UNRELATED_PLUGINS, XDIST_MODES, Run, TokProject, assert_no_crash, failure_section, line_starts, rec, summary_section
 
 from pytest_tokaudit.sources.base import shard_cuts
@@ -272,7 +273,7 @@ def test_tokaudit_cache_dir(dataset: TokProject):
         (other / "data" / f.name).write_bytes(f.read_bytes())
     ini = other / "pytest.ini"
     ini.write_text(ini.read_text().replace("ci-cache", str(dataset.path / "ci-cache")))
-    result = dataset.pytester.runpytest_subprocess(
+    result = forkrun.runpytest(dataset.pytester, 
         "--tokaudit", "--rootdir", str(other), "-c", str(ini), str(other / "data"),
         *dataset.mode, "-p", "no:cacheprovider", *UNRELATED_PLUGINS)  # the same command
     assert_no_crash(result)

