@@ -1,12 +1,12 @@
 """--tokaudit-engine=ray (run/engines/ray.py) against a real Ray cluster.
 
-The cluster is `ray start --head` run as its own process group, once per test session
+The cluster is `ray start --head` run as its own process group, once per test module
 (these tests share one xdist group, so one worker runs them all), on 127.0.0.1 only, with
 its Ray Client server, reached through RAY_ADDRESS (`host:port`, or `ray://host:port`), and
 stopped by signalling that group: never `ray stop`, which ends every Ray process on the
 machine. Its workers see TOKAUDIT_TEST_ON_RAY=1 (the pytest runs do not), so a conftest.py
 hook can tell it runs on the cluster; and the endpoint and keys of a moto S3 server that
-the session starts, as a cluster's workers have their storage credentials.
+the module starts, as a cluster's workers have their storage credentials.
 
 The suite compares a representative project (a sharded file, the bad-input corpus's lines,
 a folder's conftest.py, a dataset check, small files sharing a task, s3:// data, every form
@@ -58,9 +58,11 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="session")
+# The module's servers live as long as its tests: the module runs on one xdist worker (its
+# group), and an idle Ray head still costs the other tests' CPU (~3% of a core).
+@pytest.fixture(scope="module")
 def s3_endpoint():
-    """A moto S3 server on 127.0.0.1 for the session (None without moto)."""
+    """A moto S3 server on 127.0.0.1 for the module (None without moto)."""
     try:
         from moto.server import ThreadedMotoServer
     except ImportError:
@@ -117,9 +119,9 @@ def stop_group(head: subprocess.Popen) -> None:
             time.sleep(0.05)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def ray_cluster(s3_endpoint):
-    """A 2-CPU Ray head for the session: its GCS address and its Ray Client address."""
+    """A 2-CPU Ray head for the module: its GCS address and its Ray Client address."""
     temp = Path(tempfile.mkdtemp(prefix="tkray", dir="/tmp"))  # Ray's socket paths are short
     client_port = free_port()
     # A Ray Client connection starts a server process for the client on the head, which can
