@@ -5,16 +5,16 @@ Each test builds a small project, runs pytest in a subprocess with ``--tokaudit`
 conftest.py's ``Gate``, which blocks the real plugins a test is not about) and asserts on
 outcomes per node id, on the failure text, the summary tables and the JSON report.
 
-- 5: a shard that did not run (deselected, or its worker killed) shifts no line number of
+- a shard that did not run (deselected, or its worker killed) shifts no line number of
   the shards that did, anywhere a line is shown; and a partially audited file's count
   breaches are never listed as the allowed outliers of a file that passed.
-- 10: a file name that is not valid UTF-8 is audited like any other.
-- 11: a sharded file deleted mid-run is reported, never a crash, never a green run.
-- 19: failing shards number their lines without re-reading the file from byte 0 each.
-- 24: a directory symlink loop audits each real file once, and warns naming the duplicate.
+- a file name that is not valid UTF-8 is audited like any other.
+- a sharded file deleted mid-run is reported, never a crash, never a green run.
+- failing shards number their lines without re-reading the file from byte 0 each.
+- a directory symlink loop audits each real file once, and warns naming the duplicate.
 
 No assertion depends on xdist's scheduling: outcomes are read per node id, places and
-lines as sets, whichever worker ran (or crashed on) an item. Case 11 needs shard 1 to run
+lines as sets, whichever worker ran (or crashed on) an item. The deleted file's case needs shard 1 to run
 before the others, so under xdist it uses --dist loadfile, whose documented grouping (a
 file's items on one worker, in collection order) makes that certain, not the timing.
 """
@@ -99,7 +99,7 @@ def line_cuts(lines_per_shard: int, shards: int) -> list[int]:
     return [i * lines_per_shard * (WIDTH + 1) for i in range(shards + 1)]
 
 
-# -- case 5: a missing shard shifts no line ----------------------------------------------------
+# -- a missing shard shifts no line ----------------------------------------------------
 
 BIG_LINES = 160  # 4 shards of 40 lines: 1-40, 41-80, 81-120, 121-160
 PER_SHARD = 40
@@ -229,7 +229,7 @@ VARIANTS = {
 
 
 @pytest.mark.parametrize("variant", list(VARIANTS))
-def test_5_a_missing_shard_shifts_no_line_number(gate: Gate, variant: str):
+def test_a_missing_shard_shifts_no_line_number(gate: Gate, variant: str):
     missing_shard_project(gate)
     if variant.startswith("worker-killed"):
         gate.write("conftest.py", CRASH_SHARDS)
@@ -315,9 +315,9 @@ def test_5_a_missing_shard_shifts_no_line_number(gate: Gate, variant: str):
     problems.done(run)
 
 
-# -- case 10: a file name that is not UTF-8 ------------------------------------------------------
+# -- a file name that is not UTF-8 ------------------------------------------------------
 
-def test_10_a_non_utf8_file_name_is_audited(gate: Gate, mode: tuple[str, ...]):
+def test_a_non_utf8_file_name_is_audited(gate: Gate, mode: tuple[str, ...]):
     gate.ini(tokaudit_budget=1000, tokaudit_unique_ids="true", tokaudit_expected_ids="manifest.txt")
     gate.jsonl("data/a.jsonl", [rec(i, 10) for i in range(1, 4)])
     name = os.fsencode(gate.path / "data") + b"/\xff.jsonl"
@@ -371,7 +371,7 @@ def summary_rows_of(run: Run) -> dict[str, list[str]]:
     return rows
 
 
-# -- case 11: a sharded file deleted mid-run --------------------------------------------------
+# -- a sharded file deleted mid-run --------------------------------------------------
 
 DELETE = """
 from pathlib import Path
@@ -398,7 +398,7 @@ DELETE_MODES = {"no-xdist": (), "xdist-2-loadfile": ("-n", "2", "--dist", "loadf
 
 
 @pytest.mark.parametrize("mode", list(DELETE_MODES.values()), ids=list(DELETE_MODES))
-def test_11_a_sharded_file_deleted_mid_run(gate: Gate, mode: tuple[str, ...]):
+def test_a_sharded_file_deleted_mid_run(gate: Gate, mode: tuple[str, ...]):
     # The manifest names only the ids of a.jsonl and of shard 1 (read before the file
     # goes): a run that took the deleted shards for audited would pass every check.
     gate.ini(
@@ -463,7 +463,7 @@ def verdict_lines(run: Run) -> list[str]:
     return [l for l in run.lines if re.match(r"^\S*::tokaudit::\w+: (passed|failed|skipped): ", l)]
 
 
-# -- case 19: line numbering is linear in the file size -------------------------------------------
+# -- line numbering is linear in the file size -------------------------------------------
 
 COUNT_READS = """
 import json
@@ -535,7 +535,7 @@ def pytest_sessionfinish(session):
 """
 
 
-def test_19_failing_shards_do_not_reread_their_file_from_byte_0(gate: Gate):
+def test_failing_shards_do_not_reread_their_file_from_byte_0(gate: Gate):
     per_shard, shards = 10, 30
     gate.ini(
         tokaudit_shard_size=shard_size(per_shard),
@@ -577,9 +577,9 @@ def test_the_two_shards_of_a_file_run_on_two_workers(gate: Gate):
     assert len(workers) == 2 and len(set(workers.values())) == 2, (workers, run)
 
 
-# -- case 24: a directory symlink loop -------------------------------------------------------
+# -- a directory symlink loop -------------------------------------------------------
 
-def test_24_a_symlink_loop_audits_each_real_file_once(gate: Gate, mode: tuple[str, ...]):
+def test_a_symlink_loop_audits_each_real_file_once(gate: Gate, mode: tuple[str, ...]):
     gate.ini()
     gate.jsonl("data/a.jsonl", [rec(i, 10) for i in range(1, 4)])
     gate.jsonl("data/sub/b.jsonl", [rec(i, 10) for i in range(4, 6)])
