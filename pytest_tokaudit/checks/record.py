@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Sequence
 
 from ..base.findings import Finding
 from ..base.hooks import hookimpl
-from ..model.rules import beyond_outlier_max, count_within, difference_text
+from ..model.rules import beyond_outlier_max, count_within, difference_text, tolerance_text
 from ..model.summary import writable
 from ..tokenizers.hf import roundtrip
 
@@ -35,7 +35,7 @@ def count_finding(check: str, billed: int, counted: int, contract: Contract) -> 
     return Finding(
         check,
         f"billed {billed}, counted {counted} ({difference_text(billed, counted)}) "
-        f"> max({contract.count_abs}, {contract.count_rel:.2%})".replace(".00%", "%")
+        f"> {tolerance_text(contract)}"
         + (f", beyond tokaudit_count_outlier_max = {contract.count_outlier_max}: never an "
            "allowed outlier" if beyond else ""),
         allowable=not beyond,

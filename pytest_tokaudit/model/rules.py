@@ -31,6 +31,13 @@ def count_tolerance(contract: Any, billed: Any, maximum: Callable[[Any, Any], An
     return maximum(contract.count_abs, contract.count_rel * billed)
 
 
+def tolerance_text(contract: Any, billed: str = "") -> str:
+    """The count tolerance as every output words it: 'max(8, 2%)', or with `billed` (a
+    billed count, formatted) 'max(8, 2% x 1,234)'."""
+    rel = f"{contract.count_rel:.2%}".replace(".00%", "%")
+    return f"max({contract.count_abs}, {rel}{' x ' + billed if billed else ''})"
+
+
 def count_within(contract: Any, billed: int, counted: int) -> bool:
     """Whether a record's counts are within the count tolerance (runs once per record:
     |signed_difference| written out)."""

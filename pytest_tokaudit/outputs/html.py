@@ -53,6 +53,7 @@ from ..model.rules import (
     mean_tolerance,
     mean_within,
     signed_difference,
+    tolerance_text,
 )
 from ..model.summary import GROUPS, PROPERTY, FileSummary, label, totals
 from ..run.keys import RESULT
@@ -146,11 +147,10 @@ def diff_chart(fig: Figures, contract: Contract, mean_billed: float, title: str,
                other: Figures | None = None, other_label: str = "", width: int = 420) -> str:
     tol = count_tolerance(contract, mean_billed)
     bins, band, overlay, _ = diff_bins(fig, tol, other)
-    rel = f"{contract.count_rel:.2%}".replace(".00%", "%")
     return svg.histogram(
         bins, title, band=band, overlay=overlay or None, overlay_label=other_label,
         band_label=(f"within the count tolerance at the mean billed count {mean_billed:,.0f}: "
-                    f"|billed - counted| <= max({contract.count_abs}, {rel} x {mean_billed:,.0f})"
+                    f"|billed - counted| <= {tolerance_text(contract, f'{mean_billed:,.0f}')}"
                     f" = {tol:,.1f}"),
         xlabel="billed - counted (tokens); shaded: within the tolerance at the mean billed count",
         width=width)

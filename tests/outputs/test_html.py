@@ -276,3 +276,17 @@ def test_pytest_html_reports_get_each_items_plots(browser, pytester: pytest.Pyte
         visit.shot(tmp_path / "pytest-html.png")
     finally:
         visit.close()
+
+
+def test_the_band_words_the_count_tolerance_as_the_failure_text_does():
+    """One wording of the tolerance (model/rules.py): a finding's 'max(3, 2.50%)' is the
+    page's band label at the mean billed count."""
+    from pytest_tokaudit.checks.record import count_finding
+    from pytest_tokaudit.model.figures import Figures
+    from pytest_tokaudit.outputs.html import diff_chart
+
+    contract = Contract.from_json({"tokaudit_count_abs": "3", "tokaudit_count_rel": "2.5%"}, "pytest.ini")
+    finding = count_finding("count", 1234, 1000, contract)
+    assert finding is not None and finding.message.endswith("> max(3, 2.50%)"), finding
+    band = diff_chart(Figures(), contract, 1234.0, "differences")
+    assert "|billed - counted| &lt;= max(3, 2.50% x 1,234) = 30.9" in band
