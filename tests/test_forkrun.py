@@ -27,7 +27,7 @@ def normalized(result: pytest.RunResult) -> list[str]:
     return [re.sub(r" in \d+\.\d+s", " in Ns", line) for line in result.stdout.lines]
 
 
-def test_a_forked_run_is_a_fresh_processs_run(pytester: pytest.Pytester, monkeypatch):
+def test_a_forked_run_is_a_fresh_process_run(pytester: pytest.Pytester, monkeypatch):
     pytester.makeini("[pytest]\ntokaudit_count_abs = 1\n")
     pytester.makeconftest(PROBE)
     data = pytester.path / "data"
