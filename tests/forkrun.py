@@ -123,11 +123,15 @@ def close() -> None:
         _warm = None
 
 
-def runpytest(pytester: pytest.Pytester, *args: str, timeout: float | None = None) -> pytest.RunResult:
-    """`pytester.runpytest_subprocess(*args, timeout=timeout)`, forked from a warm process."""
+def runpytest(pytester: pytest.Pytester, *args: str, timeout: float | None = None,
+              fork: bool | None = None) -> pytest.RunResult:
+    """`pytester.runpytest_subprocess(*args, timeout=timeout)`, forked from a warm process
+    (`fork`: whether to, by default TOKAUDIT_TEST_FORK's answer)."""
     global _warm
     env = os.environ.copy()
-    if os.environ.get("TOKAUDIT_TEST_FORK", "0" if FULL else "1") == "0" or pytester.plugins:
+    if fork is None:
+        fork = os.environ.get("TOKAUDIT_TEST_FORK", "0" if FULL else "1") != "0"
+    if not fork or pytester.plugins:
         return pytester.runpytest_subprocess(*args, timeout=timeout)
     if _warm is None or _warm.proc.poll() is not None:
         _warm = _Warm()

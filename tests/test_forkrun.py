@@ -1,7 +1,7 @@
 """The suite's forked pytest runs (tests/forkrun.py) are the runs of a fresh `python -m pytest`:
 the same output and exit status, the run's environment, working directory, umask and
 sys.path (no warning that a plugin could not be rewritten), and a hung run killed at its
-timeout."""
+timeout. These runs fork whatever TOKAUDIT_TEST_FORK says (the full matrix runs fresh ones)."""
 
 import json
 import os
@@ -35,11 +35,11 @@ def test_a_forked_run_is_a_fresh_process_run(pytester: pytest.Pytester, monkeypa
     (data / "a.jsonl").write_text(json.dumps(rec("s1", billed=19)) + "\n{broken\n")
     (data / "b.jsonl").write_text(json.dumps(rec("s2")) + "\n")
     monkeypatch.setenv("TOKAUDIT_PROBE", "on")
-    forkrun.runpytest(pytester, "--version")  # the warm process exists before the umask changes
+    forkrun.runpytest(pytester, "--version", fork=True)  # the warm process exists before the umask changes
     old = os.umask(0o027)
     try:
         args = ("--tokaudit", "data", "-p", "no:xdist", "--tokaudit-no-cache", *UNRELATED_PLUGINS)
-        forked = forkrun.runpytest(pytester, *args)
+        forked = forkrun.runpytest(pytester, *args, fork=True)
         forked_probe = json.loads((pytester.path / "probe.json").read_text())
         fresh = pytester.runpytest_subprocess(*args)
         fresh_probe = json.loads((pytester.path / "probe.json").read_text())
@@ -57,7 +57,7 @@ def test_a_forked_run_is_a_fresh_process_run(pytester: pytest.Pytester, monkeypa
 def test_a_hung_forked_run_is_killed_at_its_timeout(pytester: pytest.Pytester):
     pytester.makepyfile(test_hang="import time\n\ndef test_hang():\n    time.sleep(60)\n")
     with pytest.raises(pytest.Pytester.TimeoutExpired):
-        forkrun.runpytest(pytester, "-p", "no:xdist", timeout=2)
+        forkrun.runpytest(pytester, "-p", "no:xdist", timeout=2, fork=True)
     # The warm process goes on serving runs.
     pytester.makepyfile(test_hang="def test_quick():\n    pass\n")
-    forkrun.runpytest(pytester, "-p", "no:xdist").assert_outcomes(passed=1)
+    forkrun.runpytest(pytester, "-p", "no:xdist", fork=True).assert_outcomes(passed=1)
