@@ -48,6 +48,7 @@ from .model import contract as _contract
 from .model.contract import KEYS, KEYS_BY_ATTR, PATH_ATTRS, TOKEN_ATTRS, ContractError, Key, money, source_text
 from .model.idindex import IdIndex
 from .model.outcome import Outcome
+from .model.spend import PriceError, load_table
 from .model.summary import FileSummary
 from .sources.base import WHOLE, Part
 from .sources.jsonl import JSON_WS, max_line_bytes
@@ -228,6 +229,13 @@ def contract_from_values(raw: Mapping[str, tuple[Any, str, Path]], *,
         from .tokenizers.chat import check_template  # here: a run without prompts skips it
 
         check_template(contract.tokenizer, contract.chat_template)
+    if contract.prices:  # a table that cannot be used: an error now, not a crash per file
+        try:
+            load_table(contract.prices)
+        except PriceError as exc:
+            key = "tokaudit_prices"
+            why = str(exc).removeprefix(f"{key}: ")
+            raise ContractError(f"{key} ({sources[key][1]}): {why}") from None
     return contract.resolve_tokens()
 
 

@@ -107,3 +107,30 @@ def test_a_record_without_a_prompt_count_is_said_not_priced_as_zero(pytester: py
     spend = json.loads((project.path / "report.json").read_text())["spend"]
     assert spend["records_without_prompt_count"] == 1
     assert spend["components"]["input"]["tokens"] == 1800
+
+
+def test_a_toml_price_table_prices_as_the_csv_one(pytester: pytest.Pytester):
+    """tokaudit_prices may name a TOML file of [[price]] tables (docs/whole-bill.md): the
+    same spend as the CSV table; one without [[price]] tables, or not TOML, is refused
+    naming the key and the file."""
+    project = TokProject(pytester, ())
+    money_project(project)
+    (project.path / "prices.toml").write_text(
+        '[[price]]\nprovider = "Beta"\nmodel = "m1"\ninput = 2.0\ncached_input = "0.50"\noutput = 8\n')
+    result = project.run("--tokaudit-json=report.json", "-o", "tokaudit_prices=prices.toml")
+    assert_no_crash(result)
+    spend = json.loads((project.path / "report.json").read_text())["spend"]
+    assert spend["total"] == pytest.approx(TOTAL)
+    assert [round(g["cost"], 6) for g in spend["by_group"]] == [0.0022, 0.0044]
+    for name, text, why in (("prices.toml", "[price]\nprovider = 'Beta'\n", "has no [[price]] tables"),
+                            ("prices.toml", "[[price]\n", "prices.toml: "),
+                            ("bad.csv", "provider,input\nBeta,two\n", "row 1, input: 'two' is not a price")):
+        (project.path / name).write_text(text)
+        result = project.run("-o", f"tokaudit_prices={name}")
+        assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()
+        assert result.stderr.lines[0].startswith("ERROR: tokaudit_prices (-o): ") and why in result.stderr.lines[0], \
+            result.stderr.str()
+    # The API refuses it alike, naming the key.
+    from pytest_tokaudit import api
+    with pytest.raises(api.ContractError, match=r"tokaudit_prices \(.*\): .*is not a price"):
+        api.Contract.from_dict({"tokaudit_prices": str(project.path / "bad.csv")})
