@@ -89,6 +89,27 @@ def test_openrouter_records_prompt_counts(pytester: pytest.Pytester, monkeypatch
     result.assert_outcomes(passed=2)
 
 
+def test_records_the_prompt_audit_cannot_count_are_findings_at_their_lines(pytester: pytest.Pytester):
+    """A billed prompt count that is missing or not a count, or a request without its
+    messages, is a prompt_count finding naming what is wrong, never a crash nor a count of 0."""
+    project = TokProject(pytester, ())
+    rows = openrouter_rows()
+    rows[1]["usage"]["prompt_tokens"] = "12"
+    del rows[2]["usage"]["prompt_tokens"]
+    del rows[3]["request"]["messages"]
+    write_jsonl(project.path / "data/or.jsonl", rows)
+    project.ini(**PROMPT_INI, tokaudit_tokenizer=str(tokenizer_copy(project.path)),
+                tokaudit_prompt_count_mean_rel="", tokaudit_prompt_count_outliers="3")
+    result = project.run()
+    assert_no_crash(result)
+    section = failure_section(result, "data/or.jsonl")
+    for line in ("data/or.jsonl:2: id='gen-1': prompt_count: usage.prompt_tokens is '12', not a count",
+                 "data/or.jsonl:3: id='gen-2': prompt_count: missing field 'usage.prompt_tokens'",
+                 "data/or.jsonl:4: id='gen-3': prompt_count: missing field 'request.messages'"):
+        assert line in section, (line, section)
+    assert sum(": prompt_count: " in line for line in section) == 3, section
+
+
 def test_parquet_export_is_audited_alike(pytester: pytest.Pytester):
     pa = pytest.importorskip("pyarrow")
     pq = pytest.importorskip("pyarrow.parquet")
