@@ -90,24 +90,33 @@ def test_openrouter_records_prompt_counts(pytester: pytest.Pytester, monkeypatch
 
 
 def test_records_the_prompt_audit_cannot_count_are_findings_at_their_lines(pytester: pytest.Pytester):
-    """A billed prompt count that is missing or not a count, or a request without its
-    messages, is a prompt_count finding naming what is wrong, never a crash nor a count of 0."""
+    """A billed prompt count that is missing or not a count, a request without its
+    messages, or messages the chat template refuses: a prompt_count finding naming what is
+    wrong, never a crash nor a count of 0. Messages of no OpenAI shape are counted apart,
+    as an image part is (the table's last column), not judged."""
     project = TokProject(pytester, ())
     rows = openrouter_rows()
     rows[1]["usage"]["prompt_tokens"] = "12"
     del rows[2]["usage"]["prompt_tokens"]
     del rows[3]["request"]["messages"]
+    rows[4]["request"]["messages"] = "hello"
+    rows[5]["request"]["messages"] = [{"role": "user", "content": 5}]  # the template refuses it
     write_jsonl(project.path / "data/or.jsonl", rows)
     project.ini(**PROMPT_INI, tokaudit_tokenizer=str(tokenizer_copy(project.path)),
-                tokaudit_prompt_count_mean_rel="", tokaudit_prompt_count_outliers="3")
+                tokaudit_prompt_count_mean_rel="")
     result = project.run()
     assert_no_crash(result)
     section = failure_section(result, "data/or.jsonl")
-    for line in ("data/or.jsonl:2: id='gen-1': prompt_count: usage.prompt_tokens is '12', not a count",
-                 "data/or.jsonl:3: id='gen-2': prompt_count: missing field 'usage.prompt_tokens'",
-                 "data/or.jsonl:4: id='gen-3': prompt_count: missing field 'request.messages'"):
-        assert line in section, (line, section)
-    assert sum(": prompt_count: " in line for line in section) == 3, section
+    found = [line for line in section if ": prompt_count: " in line]
+    assert found == [
+        "data/or.jsonl:2: id='gen-1': prompt_count: usage.prompt_tokens is '12', not a count",
+        "data/or.jsonl:3: id='gen-2': prompt_count: missing field 'usage.prompt_tokens'",
+        "data/or.jsonl:4: id='gen-3': prompt_count: missing field 'request.messages'",
+        "data/or.jsonl:6: id='gen-5': prompt_count: the chat template cannot render the messages: "
+        "UndefinedError: 'int object' has no attribute 'startswith'"], section
+    table = summary_section(result)
+    beta = table[table.index("prompt tokens through the chat template:") + 3].split()
+    assert beta[:2] == ["provider=Beta,", "model=qwen/qwen3-32b"] and beta[-1] == "1", table
 
 
 def test_parquet_export_is_audited_alike(pytester: pytest.Pytester):
