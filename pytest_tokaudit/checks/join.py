@@ -370,11 +370,11 @@ def judge(index: RequestIndex, dataset: Any, contract: Any) -> Outcome:
         if len(twice):
             kinds.append(f"{len(twice):,} answered twice")
         if n_orphans:
-            kinds.append(f"{n_orphans:,} responses without a request")
+            kinds.append(f"{plural(n_orphans, 'response')} without a request")
         if len(repeated) or index.n_bad:
-            kinds.append(f"{len(repeated) + index.n_bad:,} bad request lines")
-        return Outcome.failed(f"{n_requests:,} requests, {len(all_h) + n_orphans:,} responses: "
+            kinds.append(plural(len(repeated) + index.n_bad, "bad request line"))
+        return Outcome.failed(f"{plural(n_requests, 'request')}, {plural(len(all_h) + n_orphans, 'response')}: "
                               f"{', '.join(kinds)}{errs}", lines_out)
     answered_once = int((first & (counts == 1)).sum())
-    return Outcome("", "passed", f"{n_requests:,} requests, {answered_once:,} answered exactly once{errs}",
+    return Outcome("", "passed", f"{plural(n_requests, 'request')}, {answered_once:,} answered exactly once{errs}",
                    lines_out)

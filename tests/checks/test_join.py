@@ -59,7 +59,7 @@ def test_every_request_is_answered_exactly_once(project: TokProject):
     outcome, message = outcome_lines(result, "requests")
     assert outcome == "failed"
     assert message == ("7 requests, 8 responses: 1 unanswered, 1 answered twice, "
-                       "1 responses without a request, 1 error line")
+                       "1 response without a request, 1 error line")
     out = result.stdout.str()
     # Both places of each: the request's file:LINE and every answer's.
     assert "custom_id 'request-4' (request batches/job_input.jsonl:5): 2 answers: " \
@@ -106,7 +106,7 @@ def test_the_join_under_two_workers_is_the_same(pytester: pytest.Pytester):
     assert_no_crash(result)
     assert outcome_lines(result, "requests") == [
         "failed", "7 requests, 8 responses: 1 unanswered, 1 answered twice, "
-                  "1 responses without a request, 1 error line"]
+                  "1 response without a request, 1 error line"]
     assert "data/out2.jsonl:2: custom_id 'request-99': no request" in result.stdout.str()
     assert_error_lines_apart(result, project)
 
@@ -169,7 +169,7 @@ def test_the_merge_of_two_parts_judges_the_whole_join(pytester: pytest.Pytester,
     ret, out, _ = merge("p1.json", "p2.json", "--json", "merged.json")
     assert ret == pytest.ExitCode.TESTS_FAILED
     line = next(l for l in out.splitlines() if "tokaudit::requests" in l)
-    assert "7 requests, 8 responses: 1 unanswered, 1 answered twice, 1 responses without a request, " \
+    assert "7 requests, 8 responses: 1 unanswered, 1 answered twice, 1 response without a request, " \
            "1 error line" in line, out
     # The error line's file passes in the merge too, its error line counted apart.
     merged = json.loads((project.path / "merged.json").read_text())
@@ -252,3 +252,31 @@ def test_request_files_at_a_url_are_a_usage_error_naming_the_key(project: TokPro
     result = project.run()
     assert_usage_error(result, "tokaudit_requests (pytest.ini): ",
                        "https://example.com/batches/job_input.jsonl", "local")
+
+
+def test_request_and_response_lines_without_a_usable_id_are_named(project: TokProject):
+    """A request line that is not JSON, has no custom_id, or one that is neither a string
+    nor an integer cannot be asked for: each is named at its place and fails the join; a
+    response without a custom_id answers no request."""
+    requests, responses = batch_pair(3)
+    write_jsonl(project.path / "batches/job_input.jsonl", requests)
+    with open(project.path / "batches/job_input.jsonl", "a") as fh:
+        fh.write('{"custom_id": \n{"method": "POST"}\n{"custom_id": 3.5}\n')
+    anonymous = copy.deepcopy(responses[2])
+    lost = anonymous.pop("custom_id")  # its request goes unanswered
+    write_jsonl(project.path / "data/out.jsonl", [responses[0], responses[1], anonymous])
+    project.ini(**BATCH_INI, tokaudit_tokenizer=str(tokenizer_copy(project.path)))
+    result = project.run()
+    assert_no_crash(result)
+    outcome, message = outcome_lines(result, "requests")
+    assert message == ("3 requests, 3 responses: 1 unanswered, 1 response without a request, "
+                       "3 bad request lines")
+    out = result.stdout.str()
+    place = 1 + [r["custom_id"] for r in requests].index(lost)
+    for shown in ("3 request lines without a usable custom_id:",
+                  "  batches/job_input.jsonl:4: invalid JSON",
+                  "  batches/job_input.jsonl:5: no custom_id",
+                  "  batches/job_input.jsonl:6: custom_id is neither a string nor an integer",
+                  "data/out.jsonl:3: no custom_id: no request",
+                  f"batches/job_input.jsonl:{place}: custom_id {lost!r}"):
+        assert shown in out, (shown, out)
