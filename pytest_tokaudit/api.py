@@ -233,9 +233,9 @@ def contract_from_values(raw: Mapping[str, tuple[Any, str, Path]], *,
         try:
             load_table(contract.prices)
         except PriceError as exc:
-            key = "tokaudit_prices"
-            why = str(exc).removeprefix(f"{key}: ")
-            raise ContractError(f"{key} ({sources[key][1]}): {why}") from None
+            name = KEYS_BY_ATTR["prices"].name
+            why = str(exc).removeprefix(f"{name}: ")
+            raise ContractError(f"{name} ({sources[name][1]}): {why}") from None
     return contract.resolve_tokens()
 
 
