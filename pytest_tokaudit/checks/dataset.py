@@ -215,7 +215,7 @@ class UniqueIdsCheck:
             return Outcome.failed(f"not judged: {index.overflow}")
         count = index.duplicate_count()
         if not count:
-            return Outcome.passed(f"{len(index):,} ids, each once")
+            return Outcome.passed(f"{plural(len(index), 'id')}, each once")
         # Each id named as its files' own contracts name it (a folder's may differ).
         names = {s.path: ".".join(s.id_path(contract.id_field)) for s in dataset.files}
         lines = []

@@ -63,7 +63,7 @@ class UniqueTextCheck:
             if len(places) > 1 and (len(distinct) > 1 or None in distinct):
                 dup.append(places)
         if not dup:
-            return Outcome.passed(f"{total:,} completions, none stored under two ids")
+            return Outcome.passed(f"{plural(total, 'completion')}, none stored under two ids")
         names = {s.path: ".".join(s.id_path(contract.id_field)) for s in dataset.files}
         lines = []
         for places in dup[:DUPLICATES_SHOWN]:

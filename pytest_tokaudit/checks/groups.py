@@ -14,6 +14,7 @@ from typing import Any
 from ..base.fields import MISSING, get_path
 from ..base.findings import Finding
 from ..base.hooks import hookimpl
+from ..base.text import plural
 from ..model.records import Record, TextRecord
 from ..model.summary import GROUPS as CHANNEL
 from ..model.summary import label, totals, writable
@@ -89,5 +90,5 @@ class GroupCheck:
         for key, (n, billed, _, absdiff) in sorted(groups.items()):
             why = contract.mean_breach(n, billed, absdiff)
             if why:
-                out.append(Finding("count_mean", f"[{label(contract.group_by, key)}] {why} ({n:,} records)"))
+                out.append(Finding("count_mean", f"[{label(contract.group_by, key)}] {why} ({plural(n, 'record')})"))
         return out

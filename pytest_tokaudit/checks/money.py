@@ -13,6 +13,7 @@ from typing import Any
 
 from ..base.fields import MISSING, get_path
 from ..base.hooks import hookimpl
+from ..base.text import plural
 from ..model.outcome import Outcome
 from ..model.spend import CHANNEL, PriceError, amount, priced, spend, table_fields
 from ..model.summary import writable
@@ -79,7 +80,7 @@ class MoneyCheck:
         share = f" ({total / cap:.1%})" if cap else ""
         message = f"spent {amount(total)} of {amount(cap)}{share}"
         if result["unpriced_records"]:
-            message += f"; {result['unpriced_records']:,} records with a component that has no price"
+            message += f"; {plural(result['unpriced_records'], 'record')} with a component that has no price"
         if total > cap:
             return Outcome.failed(f"over budget: {message}",
                                   [f"contract: {contract.describe(('budget_money',))}"])

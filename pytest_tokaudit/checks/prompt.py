@@ -23,6 +23,7 @@ from typing import Any
 from ..base.fields import MISSING, CountSum, get_path
 from ..base.findings import Finding
 from ..base.hooks import hookimpl
+from ..base.text import plural
 from ..model.contract import Contract
 from ..model.summary import label, totals, writable
 from ..sources.parse import sum_terms
@@ -162,5 +163,5 @@ class PromptCheck:
                 why = judge.mean_breach(gn, gb, gd)
                 if why:
                     out.append(Finding("prompt_count_mean",
-                                       f"[{label(contract.group_by, key)}] prompt {why} ({gn:,} records)"))
+                                       f"[{label(contract.group_by, key)}] prompt {why} ({plural(gn, 'record')})"))
         return out

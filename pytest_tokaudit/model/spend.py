@@ -21,6 +21,8 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from ..base.text import plural
+
 CHANNEL = "spend"
 COMPONENTS = ("input", "cached_input", "output")
 PRICE_COLUMNS = frozenset(COMPONENTS)
@@ -186,11 +188,11 @@ def lines(result: dict[str, Any]) -> list[str]:
     out = [f"spend {amount(result['total'])}: " + ", ".join(parts)]
     for g in result["by_group"]:
         name = ", ".join(f"{k}={v}" for k, v in g["group"].items())
-        out.append(f"  {name}: {amount(g['cost'])} ({g['records']:,} records; input {g['input']:,}, "
+        out.append(f"  {name}: {amount(g['cost'])} ({plural(g['records'], 'record')}; input {g['input']:,}, "
                    f"cached {g['cached_input']:,}, output {g['output']:,} tokens)")
     if result.get("records_without_prompt_count"):
-        out.append(f"  {result['records_without_prompt_count']:,} records without a billed prompt "
+        out.append(f"  {plural(result['records_without_prompt_count'], 'record')} without a billed prompt "
                    "count (tokaudit_prompt_count_field): their input is not in the spend")
     if result["unpriced_records"]:
-        out.append(f"  {result['unpriced_records']:,} records with tokens of a component that has no price")
+        out.append(f"  {plural(result['unpriced_records'], 'record')} with tokens of a component that has no price")
     return out

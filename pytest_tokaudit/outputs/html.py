@@ -27,7 +27,7 @@ from .. import __version__
 from ..base import svg
 from ..base.atomic import check_writable, put
 from ..base.formats import location
-from ..base.text import record_label
+from ..base.text import plural, record_label
 from ..model.spend import CHANNEL as SPEND
 from ..model.spend import PriceError, priced
 from ..model.spend import spend as spend_of
@@ -338,7 +338,7 @@ def build(files: list[FileSummary], outcomes: Sequence[Outcome], contract: Contr
     plots.append(("diff", "Does a provider bill systematically more or less than we count "
                   "(a shifted histogram), or is it noise around 0?",
                   diff_chart(total, contract, mean_billed,
-                             f"billed - counted over {total.records:,} records", base_total,
+                             f"billed - counted over {plural(total.records, 'record')}", base_total,
                              f"baseline {baseline_name}" if base_total else "")))
     per_group: dict[tuple[str, ...], tuple[Figures, list[list[Any]]]] = {}
     if group_figs:
@@ -384,12 +384,12 @@ def build(files: list[FileSummary], outcomes: Sequence[Outcome], contract: Contr
         plots.append(("finish", "Are responses cut at max_tokens (length) clustered in one "
                       "provider?", finish_chart(finish_rows, "finish reasons")))
     plots.append(("length", "How long are the responses (counted tokens)?",
-                  length_chart(total, f"response length, {total.records:,} records")))
+                  length_chart(total, f"response length, {plural(total.records, 'record')}")))
     if sum(total.rt):
         plots.append(("roundtrip", "Do decode -> encode round trips change tokens (a wrong "
                       "tokenizer, text cut mid-character)?",
                       rt_chart(total, contract.roundtrip_rel,
-                               f"round trip, {sum(total.rt):,} records")))
+                               f"round trip, {plural(sum(total.rt), 'record')}")))
     if baseline:
         chart = _baseline_chart(files, baseline, contract)
         if chart:
@@ -397,7 +397,7 @@ def build(files: list[FileSummary], outcomes: Sequence[Outcome], contract: Contr
                           f"{baseline_name}?", chart))
     plots += by_group
     focus_plots = [(s.path, s.failed, diff_chart(s.figures, own.contract(s.path), s.mean_billed,
-                                                 f"{s.figures.records:,} records", width=360))
+                                                 f"{plural(s.figures.records, 'record')}", width=360))
                    for s in focus(files)]
 
     rows, unlisted = findings(files, own)
@@ -468,7 +468,7 @@ def _mean_bars(files: Sequence[FileSummary], own: Own, groups: dict[Any, list[in
         ok = mean_within(contract, n, billed, absdiff)
         name = label(contract.group_by, key)
         rows.append((f"[{name}]", ratio, svg.GOOD if ok else svg.BAD,
-                     f"{name}: mean |diff| {ratio:.3%} over {n:,} records"
+                     f"{name}: mean |diff| {ratio:.3%} over {plural(n, 'record')}"
                      f"{'' if ok else ', over its mean tolerance'}"))
         marks.append(mark(contract, billed / n if n else 0.0))
     ranked = sorted((s for s in files if s.checked), key=lambda s: (-s.mean_ratio, s.path))
@@ -478,14 +478,14 @@ def _mean_bars(files: Sequence[FileSummary], own: Own, groups: dict[Any, list[in
         tol = mark(mine, s.mean_billed)
         limit = f"; its mean tolerance {tol:.3%}" if tol is not None else "; no mean check"
         rows.append((s.path, s.mean_ratio, svg.GOOD if ok else svg.BAD,
-                     f"{s.path}: mean |diff| {s.mean_ratio:.3%} ({s.checked:,} records, "
+                     f"{s.path}: mean |diff| {s.mean_ratio:.3%} ({plural(s.checked, 'record')}, "
                      f"max |diff| {s.max_absdiff:,}){limit}: mean check "
                      f"{'passes' if ok else 'FAILS'}"
                      + (" (the file fails for another reason)" if ok and s.failed else "")))
         marks.append(tol)
     if not rows:
         return ""
-    more = f" (the {BARS} largest of {len(ranked):,} files)" if len(ranked) > BARS else ""
+    more = f" (the {BARS} largest of {plural(len(ranked), 'file')})" if len(ranked) > BARS else ""
     return svg.hbars(rows, "mean |diff| / mean billed, by group and file" + more, marks=marks,
                      marks_label="each bar's mean tolerance: max(tokaudit_count_mean_abs, "
                                  "tokaudit_count_mean_rel x mean billed) / mean billed")
@@ -562,8 +562,8 @@ def _page(data: dict[str, Any], plots: list[tuple[str, str, str]],
     css, script = asset("page.css"), asset("page.js")
     t = data["totals"]
     spent = money(t["billed"], contract)
-    head = (f"{t['files']:,} files ({t['failed']:,} failing), {t['audited']:,} records audited, "
-            f"{t['findings']:,} findings, {t['billed']:,} billed tokens"
+    head = (f"{plural(t['files'], 'file')} ({t['failed']:,} failing), {plural(t['audited'], 'record')} audited, "
+            f"{plural(t['findings'], 'finding')}, {t['billed']:,} billed tokens"
             + (f" = {spent}" if spent else ""))
     out = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
            f'<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
@@ -705,7 +705,7 @@ class PytestHtmlExtras:
         checked = sum(s.checked for s in files)
         mean = sum(s.billed for s in files) / checked if checked else 0.0
         charts = [diff_chart(total, result.contract, mean,
-                             f"tokaudit: billed - counted over {total.records:,} records"),
+                             f"tokaudit: billed - counted over {plural(total.records, 'record')}"),
                   scatter_chart(points, worst(files), Own(files, result.contract),
                                 "tokaudit: billed vs counted (a sample, and the largest |diff|)")]
         spend = _spend(files, result.contract, {}, {}, result.outcomes)

@@ -15,7 +15,7 @@ from typing import Any, Callable
 import pytest
 
 from ..base.formats import place
-from ..base.text import printable, record_label, workspace_path
+from ..base.text import plural, printable, record_label, workspace_path
 from ..engine.failure import entries
 from ..model.spend import CHANNEL as SPEND
 from ..model.spend import priced, spend
@@ -71,9 +71,9 @@ def build(files: list[FileSummary], outcomes: list[Any], id_field: tuple[str, ..
     apart = ([f"{unreadable:,} unreadable"] if unreadable else []) \
         + ([f"{errors:,} error line{'s' if errors != 1 else ''}"] if errors else [])
     line = (f"{len(files):,} data file{'s' if len(files) != 1 else ''}, "
-            f"{records:,} records audited"
+            f"{plural(records, 'record')} audited"
             + (f" ({' and '.join(apart)} not among them)" if apart else "")
-            + f", {len(bad):,} failing, {findings:,} findings; "
+            + f", {len(bad):,} failing, {plural(findings, 'finding')}; "
             f"billed {billed:,} tokens")
     if price is not None:
         line += f" = {money(billed)}"

@@ -17,6 +17,7 @@ from typing import Any, cast
 
 import pytest
 
+from ..base.text import plural
 from ..checks.dataset import evaluate
 from ..engine.failure import whole_file_lines
 from ..engine.plain import check_file
@@ -282,7 +283,7 @@ class Controller:
                        sorted(self.shards_of(path), key=lambda s: s.shard or 0) if s.failed]
             message, lines = whole_file_lines(whole, own, item.contract, failing)
             raise Verdict(message, lines, path, 1)
-        item.add_report_section("call", "tokaudit", f"{whole.checked:,} records checked")
+        item.add_report_section("call", "tokaudit", f"{plural(whole.checked, 'record')} checked")
 
     def dataset_outcomes(self) -> dict[str, Outcome]:
         if not self.outcomes:

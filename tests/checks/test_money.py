@@ -102,7 +102,7 @@ def test_a_record_without_a_prompt_count_is_said_not_priced_as_zero(pytester: py
     write_jsonl(project.path / "data/a.jsonl", data)
     result = project.run("--tokaudit-json=report.json")
     assert_no_crash(result)
-    assert ("  1 records without a billed prompt count (tokaudit_prompt_count_field): their input "
+    assert ("  1 record without a billed prompt count (tokaudit_prompt_count_field): their input "
             "is not in the spend") in result.stdout.lines
     spend = json.loads((project.path / "report.json").read_text())["spend"]
     assert spend["records_without_prompt_count"] == 1
