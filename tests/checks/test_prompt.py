@@ -38,6 +38,17 @@ PROMPT_INI = dict(testpaths="data", tokaudit_id_field="id",
                   tokaudit_group_by="provider model")
 
 
+def prompt_run(project: TokProject, rows: list[dict]) -> tuple[pytest.RunResult, list[str]]:
+    """`rows` as data/or.jsonl under PROMPT_INI (no mean check), run: the result and the
+    file's failure section."""
+    write_jsonl(project.path / "data/or.jsonl", rows)
+    project.ini(**PROMPT_INI, tokaudit_tokenizer=str(tokenizer_copy(project.path)),
+                tokaudit_prompt_count_mean_rel="")
+    result = project.run()
+    assert_no_crash(result)
+    return result, failure_section(result, "data/or.jsonl")
+
+
 def test_lengths_equal_apply_chat_template(tmp_path):
     tok = tokenizer_copy(tmp_path)
     chat = chat_for(str(tok), False, "")
@@ -63,12 +74,7 @@ def test_openrouter_records_prompt_counts(pytester: pytest.Pytester, monkeypatch
     image["request"]["messages"][1]["content"] = [{"type": "text", "text": "What is it?"},
                                                   {"type": "image_url", "image_url": {"url": "data:,"}}]
     rows.append(image)
-    write_jsonl(project.path / "data/or.jsonl", rows)
-    project.ini(**PROMPT_INI, tokaudit_tokenizer=str(tokenizer_copy(project.path)),
-                tokaudit_prompt_count_mean_rel="")
-    result = project.run()
-    assert_no_crash(result)
-    section = failure_section(result, "data/or.jsonl")
+    result, section = prompt_run(project, rows)
     billed = rows[4]["usage"]["prompt_tokens"]
     assert (f"data/or.jsonl:5: id='gen-4': prompt_count: prompt billed {billed}, counted "
             f"{billed - 40} (+40, {40 / billed:+.1%}) > max(8, 2%)") in section
@@ -101,12 +107,7 @@ def test_records_the_prompt_audit_cannot_count_are_findings_at_their_lines(pytes
     del rows[3]["request"]["messages"]
     rows[4]["request"]["messages"] = "hello"
     rows[5]["request"]["messages"] = [{"role": "user", "content": 5}]  # the template refuses it
-    write_jsonl(project.path / "data/or.jsonl", rows)
-    project.ini(**PROMPT_INI, tokaudit_tokenizer=str(tokenizer_copy(project.path)),
-                tokaudit_prompt_count_mean_rel="")
-    result = project.run()
-    assert_no_crash(result)
-    section = failure_section(result, "data/or.jsonl")
+    result, section = prompt_run(project, rows)
     found = [line for line in section if ": prompt_count: " in line]
     assert found == [
         "data/or.jsonl:2: id='gen-1': prompt_count: usage.prompt_tokens is '12', not a count",
