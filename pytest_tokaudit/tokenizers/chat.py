@@ -153,6 +153,7 @@ def check_template(tokenizer: str, override: str) -> None:
         if not override:
             raise TokenizerError(f"the prompt audit needs a Hugging Face tokenizer directory with "
                                  f"a chat template; {tokenizer} is a tiktoken encoding")
+        check_syntax(override)
         return
     where = Path(tokenizer)
     if any((where / name).is_file() for name in ("chat_template.jinja", "chat_template.json")):
@@ -166,6 +167,25 @@ def check_template(tokenizer: str, override: str) -> None:
     if not (isinstance(config, dict) and config.get("chat_template")):
         raise TokenizerError(f"the tokenizer in {tokenizer} has no chat template: set "
                              "tokaudit_chat_template to a Jinja chat template file")
+
+
+def check_syntax(path: str) -> None:
+    """TokenizerError when the Jinja file at `path` does not parse: a mistake of the
+    configuration, said once at start rather than as every record's finding. Parsed only
+    (names of filters and functions are the renderer's to know); a tag this parser does not
+    know is left to the renderer, which may (transformers' own, such as `generation`)."""
+    import jinja2  # here: only a run whose contract names a template file pays for it
+
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TokenizerError(f"tokaudit_chat_template: cannot read {path}: {exc}") from None
+    try:
+        jinja2.Environment(extensions=["jinja2.ext.loopcontrols"]).parse(text)
+    except jinja2.TemplateSyntaxError as exc:
+        if not exc.message or not exc.message.startswith("Encountered unknown tag"):
+            raise TokenizerError(f"tokaudit_chat_template: {path}, line {exc.lineno}: "
+                                 f"{exc.message}") from None
 
 
 @functools.cache

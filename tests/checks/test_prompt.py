@@ -152,8 +152,17 @@ def test_no_chat_template_is_a_usage_error_and_a_file_overrides(pytester: pytest
     result = project.run()
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "has no chat template: set tokaudit_chat_template" in result.stderr.str()
-    (project.path / "chatml.jinja").write_text(template)
+    # A template file that does not parse is refused at start, naming the key and the line;
+    # a tag of transformers' own (`generation`, for assistant masks) is the renderer's to know.
+    (project.path / "chatml.jinja").write_text("{% for m in messages %}\n{{ m.content }\n")
     project.ini(**PROMPT_INI, tokaudit_tokenizer=str(tok), tokaudit_chat_template="chatml.jinja")
+    result = project.run()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()
+    assert result.stderr.lines[0] == (f"ERROR: tokaudit_chat_template: {project.path / 'chatml.jinja'}, "
+                                      "line 2: unexpected '}'"), result.stderr.str()
+    generation = template.replace("{{- message.content }}", "{% generation %}{{- message.content }}{% endgeneration %}", 1)
+    assert generation != template
+    (project.path / "chatml.jinja").write_text(generation)
     result = project.run()
     assert_no_crash(result)
     result.assert_outcomes(passed=2)
