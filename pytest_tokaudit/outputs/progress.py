@@ -129,7 +129,7 @@ class Meter:
         self.emit(self.line(records, offset, now - self.began))
 
     def line(self, records: int, offset: int | None, elapsed: float) -> str:
-        parts = [f"{plural(records, 'record')}"]
+        parts = [plural(records, 'record')]
         if offset is not None:
             done = max(offset - self.start, 0)
             if self.total:  # the reader reads past a shard's end to finish its last line
@@ -212,7 +212,7 @@ class RunMeter:
             done += self.current[4]
             now = f", now {self.current[1]}"
         items = len(self.sizes)
-        parts = [f"{plural(records, 'record')}"]
+        parts = [plural(records, 'record')]
         known = all(s is not None for s in self.sizes.values())
         total = sum(s or 0 for s in self.sizes.values())
         rate = done / elapsed if elapsed > 0 else 0.0
