@@ -88,7 +88,8 @@ def priority(billed: int, counted: int) -> int:
     """A record's place in the sample: a multiplicative hash of its billed and counted
     tokens, not of its line, so a shard's sample and the whole file's agree (the least of
     the union of the shards' least is the file's least; ties go to the earlier line, an
-    order shards keep). `priorities` is its numpy twin, tests hold them equal.
+    order shards keep). `priorities` is its numpy twin (tests/model/test_figures.py holds
+    the two folds equal).
     Files share priorities: the page mixes in each file's path when it draws from many."""
     return (billed * 0x9E3779B1 + counted * 0x85EBCA77) & MASK
 
@@ -137,7 +138,7 @@ class Figures:
         d = billed - counted  # rules.signed_difference, written out: once per record
         self.diff[diff_bin(d)] += 1
         self.length[length_bin(counted)] += 1
-        h = (billed * 0x9E3779B1 + counted * 0x85EBCA77) & MASK  # priority(), written out
+        h = priority(billed, counted)
         if h < self.cut:
             self.offer([h, billed, counted, line, record_id])
         if not d:
