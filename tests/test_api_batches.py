@@ -153,6 +153,31 @@ def test_a_users_checks_see_the_same_whole_records(stream, which, batch):
     assert_same(contract, stream, batch, (WholeRecords(),))
 
 
+@pytest.mark.parametrize("batch", [16, 17, 64])
+def test_a_stream_joined_to_requests_counts_error_lines_apart_as_the_per_line_path(tmp_path, batch):
+    """With tokaudit_requests the join reads whole records (full mode) and an error line
+    (`error` set, a status other than 200) is the per-line path's: the same summary, its
+    one join entry included, whatever the batches."""
+    requests = tmp_path / "requests.jsonl"
+    requests.write_text("".join(json.dumps({"custom_id": f"r{i}", "body": {}}) + "\n" for i in range(100)))
+    contract = api.Contract.from_dict({"tokaudit_id_field": "custom_id",
+                                       "tokaudit_requests": str(requests)})
+    stream: list[Any] = [{"custom_id": f"r{i}", "completion_tokens": 3, "output_ids": [1, 2, 3],
+                          "response": {"status_code": 200}, "error": None} for i in range(100)]
+    stream[3]["error"] = {"message": "expired"}
+    stream[20]["response"] = {"status_code": 500}
+    stream[21]["response"] = {"status_code": "200"}
+    stream[40]["error"] = False
+    stream[41]["response"] = [200]  # no object: no status, a response
+    stream[70].update(error="rate limited", output_ids=None)
+    stream[90] = json.dumps(stream[90])  # a JSON line among the dicts
+    assert dicts.plan(contract, api.check_hook()).full
+    assert_same(contract, stream, batch)
+    summary = audit(contract, stream, batch, "")[2]
+    assert (summary["errors"], summary["audited"]) == (5, 95)
+    assert len(summary["channels"]["join"]) == 1
+
+
 def test_every_odd_id_type_is_worded_as_the_per_line_path_words_it():
     """An id marshal writes in a cell of the same size as an int32 (a bool and a float
     together), past int32 or int64 (still valid), past uint64, an int subclass, a negative

@@ -28,7 +28,6 @@ from pytest_tokaudit.engine import columnar  # noqa: E402
 from pytest_tokaudit.engine.passes import audit  # noqa: E402
 from pytest_tokaudit.engine.plain import check_file  # noqa: E402
 from pytest_tokaudit.sources.base import Part  # noqa: E402
-from pytest_tokaudit.checks import DATASET, load  # noqa: E402
 from pytest_tokaudit.engine.failure import failure_text  # noqa: E402
 from pytest_tokaudit.model.summary import FileSummary  # noqa: E402
 
@@ -63,7 +62,7 @@ def audited(path: Path, contract: Any, mode: str, start: int = 0, end: int | Non
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv(columnar.ENV, mode)
         summary = FileSummary(path="data/x.jsonl", max_shown=contract.max_shown)
-        hook = hook or builtin_hook(*(check() for check in load(DATASET).values()))
+        hook = hook or builtin_hook()
         audit(path, contract, hook, summary, Part((start, end)))
         if not start and end is None:
             check_file(path, contract, hook, summary)
@@ -257,7 +256,7 @@ def test_bad_input_corpus_audits_the_same(tmp_path, tiny_chunks, which):
     # A user's whole-record checks over the same lines, in one chunk (full mode).
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(columnar, "CHUNK", 1 << 20)
-        hook = builtin_hook(WholeRecordChecks(), *(check() for check in load(DATASET).values()))
+        hook = builtin_hook(WholeRecordChecks())
         assert_same(path, CONTRACTS[which], hook=hook)
 
 
@@ -375,7 +374,7 @@ def test_a_users_checks_see_the_same_whole_records_on_both_paths(tmp_path, monke
     path = tmp_path / "x.jsonl"
     path.write_bytes(data)
     contract = CONTRACTS[which]
-    hook = builtin_hook(WholeRecordChecks(), *(check() for check in load(DATASET).values()))
+    hook = builtin_hook(WholeRecordChecks())
     monkeypatch.setenv(columnar.ENV, "1")
     assert columnar.plan(path, contract, hook).full
     plain = audited(path, contract, "0", hook=hook)
@@ -393,12 +392,42 @@ def test_whole_records_take_the_columnar_path(tmp_path, per_line):
     path = tmp_path / "x.jsonl"
     path.write_bytes(jsonl_bytes(lines))
     contract = CONTRACTS["default"]
-    hook = builtin_hook(WholeRecordChecks(), *(check() for check in load(DATASET).values()))
+    hook = builtin_hook(WholeRecordChecks())
     summary, text = audited(path, contract, "1", hook=hook)
     assert per_line.lines == [10]
     assert (summary, text) == audited(path, contract, "0", hook=hook)
     assert "x.jsonl:6: sample_id='r5': no_provider: 11 ids, last " in text
     assert "odd_count" not in text
+
+
+@pytest.mark.parametrize("chunk", [16, 64, 1 << 20])
+def test_a_join_of_requests_on_chunks_is_the_per_line_paths(tmp_path, monkeypatch, per_line, chunk):
+    """tokaudit_requests on the chunk engine: error lines (`error` set, a status other than
+    200, a key given twice) reach the per-line path, every other record stays in the
+    columns, and the join's one entry per part is the per-line path's, however the chunks
+    and the runs between odd lines cut the batches."""
+    monkeypatch.setattr(columnar, "CHUNK", chunk)
+    requests = tmp_path / "requests.jsonl"
+    requests.write_bytes(jsonl_bytes([{"custom_id": f"r{i}", "body": {}} for i in range(300)]))
+    lines: list[Any] = [{"custom_id": f"r{i}", "completion_tokens": 2, "output_ids": [1, 2],
+                         "response": {"status_code": 200}, "error": None} for i in range(300)]
+    lines[5]["error"] = {"message": "expired"}
+    lines[100]["response"] = {"status_code": 500}
+    lines[101]["response"] = [500]  # no object: no status, a response
+    lines[257]["error"] = "x"
+    lines[280] = ('{"custom_id": "r280", "completion_tokens": 2, "output_ids": [1, 2], '
+                  '"response": {"status_code": 200, "status_code": 503}}')
+    lines[290]["custom_id"] = "nobody"
+    path = tmp_path / "x.jsonl"
+    path.write_bytes(jsonl_bytes(lines))
+    contract = default_contract(max_shown=10**6, id_field=("custom_id",), requests=str(requests))
+    fast = audited(path, contract, "1")
+    assert per_line.lines == [6, 101, 258, 281]
+    plain = audited(path, contract, "0")
+    assert json.loads(fast[0]) == json.loads(plain[0])
+    assert fast == plain
+    summary = json.loads(fast[0])
+    assert (summary["errors"], len(summary["channels"]["join"])) == (4, 1)
 
 
 def test_plan_only_where_the_columnar_path_is_exact(tmp_path, monkeypatch):
@@ -407,14 +436,14 @@ def test_plan_only_where_the_columnar_path_is_exact(tmp_path, monkeypatch):
     path.write_bytes(b"")
     contract = CONTRACTS["where"]
     assert columnar.plan(path, contract, builtin_hook()) == columnar.Plan(True, True, True)
-    # A user's per-record hook sees every record whole (full mode), except where the
-    # per-line path must read each line: a join of requests (error lines), a text template.
+    # A user's per-record hook sees every record whole (full mode), joined to requests too
+    # (error lines are the per-line path's), except with a text template.
     assert columnar.plan(path, contract, builtin_hook(UserCheck())) == columnar.Plan(
         True, True, True, full=True)
-    for change in [dict(requests="requests.jsonl"),
-                   dict(text_template=parse_template("{text}"), tokenizer="tok")]:
-        assert columnar.plan(path, dataclasses.replace(contract, **change),
-                             builtin_hook(UserCheck())) is None
+    assert columnar.plan(path, dataclasses.replace(contract, requests="requests.jsonl"),
+                         builtin_hook(UserCheck())).full
+    assert columnar.plan(path, dataclasses.replace(contract, text_template=parse_template("{text}"),
+                                                   tokenizer="tok"), builtin_hook(UserCheck())) is None
     # Nested fields, groups, finish reasons, the round trip, unique_text and a text template
     # (its ids encoded a chunk at a time) go columnar too (tests/engine/).
     for change in [dict(id_field=("meta", "id")), dict(group_by=("model",)),

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..base.fields import MISSING, get_path
+from ..base.fields import MISSING
 from ..base.findings import Finding
 from ..base.hooks import hookimpl
 from ..base.text import plural
-from ..model.records import Record, TextRecord
+from ..model.records import field_value
 from ..model.summary import GROUPS as CHANNEL
 from ..model.summary import label, totals, writable
 
@@ -23,12 +23,7 @@ NONE = "(none)"
 
 
 def _value(record: Any, path: tuple[str, ...]) -> str:
-    values = getattr(record, "field_values", None)  # a columnar light row (its `reads`)
-    if values is not None:
-        value = values[path]
-    else:
-        plain = type(record) in (Record, TextRecord) and path[0] != record._key
-        value = get_path(record._data if plain else record.data, path)
+    value = field_value(record, path)
     if value is MISSING or value is None:
         return NONE
     return value if type(value) is str else repr(value)

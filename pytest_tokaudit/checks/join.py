@@ -7,9 +7,10 @@ its place (file and line) and its byte offset, 24 bytes in three numpy arrays so
 hash; nothing else of a request is held. The prompt audit (checks/prompt.py) reads a
 response's request by that offset.
 
-Each audited part fills the `join` channel: the hashes and lines of its responses (packed
-as base64 arrays: a few bytes per response in the report), the responses whose id has no
-request, and the error lines (`error` set, a non-200 `response.status_code`). The dataset
+Each audited part fills one entry of the `join` channel, whatever its batches (so both
+engines write the same report): the hashes and lines of its responses (packed as base64
+arrays: a few bytes per response in the report), the responses whose id has no request,
+and the error lines (`error` set, a non-200 `response.status_code`). The dataset
 check `pytest.ini::tokaudit::requests` folds them: every request answered exactly once. In
 a partial run requests without a response are not judged (their answer may be in a file
 not audited); a response with no request, or a request answered twice, fails all the same.
@@ -38,12 +39,14 @@ from ..base.formats import location
 from ..base.hooks import hookimpl
 from ..base.text import plural
 from ..model.outcome import Outcome
-from ..model.records import error_of
+from ..model.records import error_of, field_value
 from ..model.summary import writable
 from ..sources.base import ReadError, is_compressed
 from ..sources.codecs import inflate
 
-CHANNEL = "join"  # per part: [shard, hashes (b64 u64), lines (b64 u64), orphans, errors]
+# per part: [shard, hashes, lines, orphans, errors]; hashes and lines are array("Q"), base64
+# once the summary travels (summary.to_json), read back by _unpack.
+CHANNEL = "join"
 NAME = "requests"  # the dataset check
 SHOWN = 20  # places listed per kind of finding
 _LINE_BITS = 40  # a place: file index << 40 | line
@@ -212,13 +215,11 @@ def _plain_copy(path: str) -> str:
     return copy
 
 
-def _pack(values: list[int]) -> str:
-    return base64.b64encode(array("Q", values).tobytes()).decode()
-
-
-def _unpack(text: str) -> Any:
+def _unpack(values: Any) -> Any:
+    """A part's hashes or lines: an array("Q") as the check grew it, or its base64 text."""
     np = _numpy()
-    return np.frombuffer(base64.b64decode(text), dtype=np.uint64)
+    return np.frombuffer(base64.b64decode(values) if type(values) is str else values,
+                         dtype=np.uint64)
 
 
 def record_data(record: Any) -> Any:
@@ -230,8 +231,10 @@ class JoinCheck:
     """Every request of tokaudit_requests answered exactly once by the audited responses."""
 
     @staticmethod
-    def reads(contract: Any) -> frozenset[str]:
-        return frozenset({"data"} if contract.requests else ())
+    def reads(contract: Any) -> frozenset[Any]:
+        """A record's line and join id (its value): every engine hands an error line on as
+        unusable, with its data, never as a record."""
+        return frozenset({"line", contract.join_field} if contract.requests else ())
 
     @hookimpl
     def pytest_tokaudit_dataset_checks(self, contract):
@@ -242,31 +245,36 @@ class JoinCheck:
         if not contract.requests:
             return None
         index = index_for(contract)
-        rows = [(r.line, r.id, record_data(r)) for r in records]
-        rows += [(u.line, u.id, u.data) for u in unusable]
-        rows.sort(key=lambda row: row[0])
-        hashes, lines, values, orphans, errors = [], [], [], [], []
-        for line, _, data in rows:
-            value = get_path(data, contract.join_field) if data is not None else MISSING
+        field = contract.join_field
+        rows = [(r.line, field_value(r, field), None) for r in records]
+        if unusable:  # in line order, as the records came
+            rows += [(u.line, MISSING if u.data is None else get_path(u.data, field), u.data)
+                     for u in unusable]
+            rows.sort(key=lambda row: row[0])
+        channel = writable(summary).channel(CHANNEL)
+        if not channel:  # one entry per part, grown batch by batch (in line order)
+            channel.append([summary.shard if summary.shards > 1 else None,
+                            array("Q"), array("Q"), [], []])
+        _, hashes, lines, orphans, errors = channel[-1]
+        keep, values, orphaned = [], [], []
+        for line, value, data in rows:
             h = id_hash(value)
             if h is None:
-                orphans.append([line, None])
+                orphaned.append([line, None])
                 continue
             why = error_of(data)
             if why:
                 errors.append([line, value, why])
-            hashes.append(h)
-            lines.append(line)
+            keep.append((h, line))
             values.append(value)
-        found = index.find(hashes) if hashes else []
-        if any(pos < 0 for pos in found):  # no request for it: kept apart, with its id
-            orphans += [[line, value] for line, value, pos in zip(lines, values, found) if pos < 0]
-            orphans.sort(key=lambda o: o[0])
-            hashes = [h for h, pos in zip(hashes, found) if pos >= 0]
-            lines = [line for line, pos in zip(lines, found) if pos >= 0]
-        shard = summary.shard if summary.shards > 1 else None
-        writable(summary).channel(CHANNEL).append(
-            [shard, _pack(hashes), _pack(lines), orphans, errors])
+        found = index.find([h for h, _ in keep]) if keep else []
+        for (h, line), value, pos in zip(keep, values, found):
+            if pos < 0:  # no request for it: kept apart, with its id
+                orphaned.append([line, value])
+            else:
+                hashes.append(h)
+                lines.append(line)
+        orphans += sorted(orphaned, key=lambda o: o[0])
         return None
 
     @hookimpl

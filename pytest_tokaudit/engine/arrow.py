@@ -23,7 +23,17 @@ from ..base.fields import LIST_INDEX, MISSING, CountSum, count_paths, get_path
 from ..base.findings import Finding, foreign
 from ..base.text import size_text
 from ..model.contract import Contract
-from ..model.records import SKIPPED, Record, Rejected, TextRecord, Unusable
+from ..model.records import (
+    ERROR_PATHS,
+    SKIPPED,
+    ErrorLine,
+    Record,
+    Rejected,
+    TextRecord,
+    Unusable,
+    error_in,
+    error_of,
+)
 from ..model.spend import table_fields
 from ..model.summary import FileSummary
 from ..sources.base import SourceError
@@ -33,6 +43,7 @@ from ..sources.parse import (
     U64_MAX,
     check_ids,
     count_problem,
+    error_line,
     id_problem,
     judge_fields,
     rejected,
@@ -275,6 +286,7 @@ class _Batches:
         plan = _plan(contract, hook)
         self.kernel = None if plan is None else Kernel(contract, plan[0], plain, summary, hook)
         self.full, self.ids = plan is not None and plan[1], plan is not None and plan[0].ids
+        self.errors: dict[int, str] = {}  # the batch's error lines (tokaudit_requests)
 
     def over(self, line: int, nbytes: int) -> None:
         """A row over the record limit: a finding, never checked (as a JSONL line over it)."""
@@ -285,7 +297,7 @@ class _Batches:
             f"{size_text(self.limit)} (tokaudit_max_line_bytes)", line))
         self.plain.unusable.append(Unusable(line, None, None))
 
-    def take(self, line: int, item: Record | Rejected) -> None:
+    def take(self, line: int, item: Record | Rejected | ErrorLine) -> None:
         """A row judged on its own: a record for the per-line path, or its findings."""
         if type(item) is not Rejected:
             self.plain.take_parsed(line, item)
@@ -320,6 +332,8 @@ class _Batches:
         field = contract.count_field
         self.terms = [(t, _values(batch, t.path, n)) for t in field.terms] if isinstance(field, CountSum) else None
         self.counts = None if isinstance(field, CountSum) else _values(batch, field)
+        # Joined to requests: an error line (model.records.error_in) is counted apart.
+        self.errors = self.error_rows(batch, n) if contract.requests else {}
         columns = self.columns(ids) if self.kernel is not None else None
         unfit = columns[3] if columns is not None else ()
         odd: list[int] = []
@@ -333,7 +347,7 @@ class _Batches:
                 continue
             rid = id_vals[r] if id_vals is not None else None
             count = self.count(r, [])
-            if (columns is None or r in over or r in unfit or type(count) is not int
+            if (columns is None or r in over or r in unfit or r in self.errors or type(count) is not int
                     or not 0 <= count < EXACT or id_vals is not None and type(rid) is not str
                     and not (type(rid) is int and I64_MIN <= rid <= U64_MAX)):
                 odd.append(r)
@@ -411,6 +425,9 @@ class _Batches:
             if contract.where and ((flag := get_path(obj, contract.where)) is MISSING or not flag):
                 self.plain.take_parsed(line, SKIPPED)
                 continue
+            if contract.requests and (why := error_of(obj)) is not None:  # counted apart
+                self.plain.take_parsed(line, error_line(obj, contract, why))
+                continue
             parent = get_path(obj, ids_field[:-1]) if len(ids_field) > 1 else obj
             if type(parent) is dict and ids_field[-1] in parent and parent[ids_field[-1]] is None:
                 del parent[ids_field[-1]]
@@ -420,9 +437,18 @@ class _Batches:
                                    if problems or texts is None else
                                    TextRecord(line, obj, record_id, count, ids, texts=texts))
 
-    def judge(self, r: int, line: int) -> Record | Rejected:
-        """One row as the JSONL reader judges its twin: its schema findings, or a record."""
+    def error_rows(self, batch: Any, n: int) -> dict[int, str]:
+        """The rows that are error lines, with why, read from their columns."""
+        error, status = (_values(batch, path, n) for path in ERROR_PATHS)
+        return {r: why for r, (e, st) in enumerate(zip(error, status))
+                if (why := error_in(e, st)) is not None}
+
+    def judge(self, r: int, line: int) -> Record | Rejected | ErrorLine:
+        """One row as the JSONL reader judges its twin: its schema findings, a record, or
+        an error line."""
         contract, problems = self.contract, []
+        if r in self.errors:
+            return error_line(self.rows_of.slice(r, 1).to_pylist()[0], contract, self.errors[r])
         rid = self.id_vals[r] if self.id_vals is not None else None
         if contract.id_field and not (type(rid) is str or type(rid) is int and I64_MIN <= rid <= U64_MAX):
             problems.append(id_problem(rid, ".".join(contract.id_field)))

@@ -29,9 +29,9 @@ or that stores ids beside its text (ids_match_text) goes to the per-line path.
 
 A check of the user's (a per-record hook, or a batch hook that does not declare what it
 reads within LIGHT) gets every parsed record whole (the kernel's full mode: `record.data`
-read on demand, the line's object as the per-line path reads it). A contract joining
-requests (tokaudit_requests: error lines are told apart by the per-line path) or with a
-text template then takes the per-line path, as does a token past int64. Parts under
+read on demand, the line's object as the per-line path reads it), as do the whole bill's
+checks (tokaudit_requests, the prompt audit, prices). A contract with a text template then
+takes the per-line path, as does a token past int64. Parts under
 MIN_BYTES (TEXT_MIN_BYTES with a text template) stay on the per-line path: importing numpy
 costs ~50-110 ms (docs/performance.md).
 TOKAUDIT_COLUMNAR=0 forces the per-line path (the tests' oracle); =1 uses this one whenever
@@ -51,6 +51,7 @@ from typing import Any, Iterator, NamedTuple
 from ..base.fields import LIST_INDEX, MISSING, CountSum
 from ..base.findings import Finding
 from ..model.contract import Contract
+from ..model.records import ERROR_PATHS, error_in
 from ..model.summary import FileSummary
 from ..sources.base import LfsPointer, ReadError
 from ..sources.jsonl import JSON_WS, line_range, read_chunks
@@ -114,7 +115,7 @@ def plan(path: Any, contract: Contract, hook: Any, start: int = 0, end: int | No
     if declared is None:
         return None
     record, fields, light, full = declared
-    if full and (contract.text_template is not None or contract.requests):
+    if full and contract.text_template is not None:
         return None
     if contract.text_template is not None:
         floor = TEXT_MIN_BYTES
@@ -301,7 +302,8 @@ class _Columns:
         paths = [p for p in (contract.ids_field, contract.id_field, contract.where) if p]
         finish = contract.finish_reason if how.finish_check and contract.finish_reason_field else ()
         self.paths = (None if type(count) is tuple and all(len(p) == 1 for p in [*paths, count])
-                      and not how.fields and not finish and contract.text_template is None else
+                      and not how.fields and not finish and contract.text_template is None
+                      and not contract.requests else
                       _Paths(contract, simdjson.Object, simdjson.Array, how.fields, finish))
         # A text template: each row's ids are encoded from its texts, a chunk at a time.
         self.texts: Any = None
@@ -597,6 +599,8 @@ class _Paths:
         self.finish_field = contract.finish_reason_field if finish else ()
         self.fields = tuple(dict.fromkeys([*fields, *([self.finish_field] if finish else [])]))
         self.finish = finish
+        # Joined to requests: an error line (model.records.error_in) is the per-line path's.
+        self.errors = bool(contract.requests)
         self.ids_field, self.id_field, self.where = (
             contract.ids_field, contract.id_field, contract.where)
         template = contract.text_template  # its placeholders' texts are read, not the ids
@@ -679,8 +683,8 @@ class _Paths:
                 if type(rid) is not str and type(rid) is not int:
                     return None
             values = {}
-            for path in self.fields:
-                value = get(doc, path, lists)
+            for path in self.fields:  # the join field is often the id's: read once
+                value = rid if path == self.id_field else get(doc, path, lists)
                 if value is not MISSING and type(value) not in _SCALARS:  # a list or object
                     return None
                 values[path] = value
@@ -688,6 +692,8 @@ class _Paths:
                 value = values[self.finish_field]
                 if value is not MISSING and value is not None and value not in self.finish:
                     return None  # tokaudit.finish_reason's finding: worded per line
+            if self.errors and error_in(*(get(doc, path) for path in ERROR_PATHS)):
+                return None
         except _KeyTwice:
             return None
         return ids, total, rid, 1 + len(lists), values

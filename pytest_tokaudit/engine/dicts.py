@@ -25,6 +25,7 @@ import os
 from typing import Any, Callable
 
 from ..model.contract import Contract
+from ..model.records import error_of
 from ..model.summary import FileSummary
 from ..sources.parse import MARSHAL_INT32, parse_object
 from .kernel import Kernel
@@ -52,7 +53,7 @@ def plan(contract: Contract, hook: Any) -> Any:
 
     if os.environ.get(ENV, "") == "0" or not MARSHAL_INT32:
         return None
-    if (contract.text_template is not None or contract.finish_reason or contract.requests
+    if (contract.text_template is not None or contract.finish_reason
             or type(contract.count_field) is not tuple):
         return None
     fields = [f for f in (contract.ids_field, contract.count_field, contract.id_field,
@@ -87,6 +88,7 @@ class DictPass:
         self.count_name = contract.count_field[0]  # type: ignore[index] # plan(): a tuple
         self.id_name = contract.id_field[0] if contract.id_field else None
         self.where_name = contract.where[0] if contract.where else None
+        self.errors = bool(contract.requests)  # an error line is the per-line path's
 
     def fold(self, items: list[Any]) -> None:
         """One batch of items, numbered from the summary's lines + 1."""
@@ -119,6 +121,8 @@ class DictPass:
         where_name, id_name = self.where_name, self.id_name
         if where_name is not None and not all([d.get(where_name) for d in items]):
             return None  # some skipped: each()
+        if self.errors and any(map(error_of, items)):
+            return None
         count_name, ids_name = self.count_name, self.ids_name
         counts = [d.get(count_name) for d in items]
         ids = [d.get(ids_name) for d in items]
@@ -167,6 +171,9 @@ class DictPass:
                 continue
             if where_name is not None and not item.get(where_name):  # missing, or false
                 skipped += 1
+                continue
+            if self.errors and error_of(item) is not None:
+                odd.append(row)
                 continue
             count = item.get(count_name)
             ids = item.get(ids_name)

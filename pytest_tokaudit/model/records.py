@@ -15,6 +15,7 @@ from typing import (
     final,
 )
 
+from ..base.fields import MISSING, get_path
 from ..base.findings import Finding
 from . import fastids
 from .fastids import IdsText
@@ -240,17 +241,36 @@ class ErrorLine:
     data: Any = field(default=None, compare=False)
 
 
+def field_value(record: Any, path: tuple[str, ...]) -> Any:
+    """The value at `path` (or MISSING) of a record a batch hook got: a light row's
+    `field_values` (the paths its `reads` declared), else the record's own fields (a
+    JSONL record's object as parsed, without building its ids unless the path is theirs)."""
+    values = getattr(record, "field_values", None)
+    if values is not None:
+        return values[path]
+    plain = type(record) in (Record, TextRecord) and path[0] != record._key
+    return get_path(record._data if plain else record.data, path)
+
+
+ERROR_PATHS = (("error",), ("response", "status_code"))  # what makes an error line
+
+
 def error_of(data: Any) -> str | None:
     """Why a response line is an error line (`error` set, a non-200 status), or None."""
     if not isinstance(data, dict):
         return None
-    error = data.get("error")
-    if error is not None:
+    response = data.get("response")
+    return error_in(data.get("error"),
+                    response.get("status_code") if isinstance(response, dict) else None)
+
+
+def error_in(error: Any, status: Any) -> str | None:
+    """The rule of error_of over the values at ERROR_PATHS (None or MISSING where there is
+    none), as the batch engines read them from their columns."""
+    if error is not None and error is not MISSING:
         message = error.get("message") if isinstance(error, dict) else error
         return f"error: {message}"
-    response = data.get("response")
-    status = response.get("status_code") if isinstance(response, dict) else None
-    if status is not None and status != 200:
+    if status is not None and status is not MISSING and status != 200:
         return f"status {status}"
     return None
 

@@ -262,7 +262,7 @@ def parse_line(
             return SKIPPED
     if contract.requests and (why := error_of(obj)) is not None:  # counted apart
         # The whole object: the ids were cut out of `obj`.
-        return _error_line(obj if cut is None else load_object(raw), contract, why)
+        return error_line(obj if cut is None else load_object(raw), contract, why)
     problems, record_id, count, ids = judge_fields(obj, contract, cut is None)
     if problems and _big_floats(obj, contract):
         # Maybe an integer past 64 bits, which orjson reads as a float: read it exactly.
@@ -302,7 +302,7 @@ def parse_object(obj: Any, line: int, contract: Contract) -> Record | Rejected |
         if flag is MISSING or not flag:
             return SKIPPED
     if contract.requests and (why := error_of(obj)) is not None:  # counted apart
-        return _error_line(obj, contract, why)
+        return error_line(obj, contract, why)
     problems, record_id, count, ids = judge_fields(obj, contract, True)
     texts = None
     if contract.text_template is not None:
@@ -314,8 +314,9 @@ def parse_object(obj: Any, line: int, contract: Contract) -> Record | Rejected |
     return Record(line, obj, record_id, count, ids)
 
 
-def _error_line(obj: dict, contract: Contract, why: str) -> ErrorLine:
-    """An OpenAI Batch error line (with tokaudit_requests): its id as written, and why."""
+def error_line(obj: dict, contract: Contract, why: str) -> ErrorLine:
+    """An OpenAI Batch error line (with tokaudit_requests; model.records.error_of says
+    `why`): its id as written, and why. Every engine counts it apart through this."""
     record_id = get_path(obj, contract.id_field) if contract.id_field else None
     ok = type(record_id) is str or type(record_id) is int and I64_MIN <= record_id <= U64_MAX
     return ErrorLine(why, record_id if ok else None, obj)

@@ -78,12 +78,9 @@ def assert_error_lines_apart(result, project: TokProject, outputs: bool = False)
     fails."""
     result.assert_outcomes(failed=1, passed=4)
     assert "FAILED data/errors.jsonl" not in result.stdout.str()
-    table = [re.split(r"\s{2,}", line.strip()) for line in summary_section(result)]
-    header = table[0]
-    assert "errors" in header, table
-    rows = {row[0]: dict(zip(header, row)) for row in table[1:] if len(row) == len(header)}
+    rows = file_rows(result)
     assert (rows["data/errors.jsonl"]["records"], rows["data/errors.jsonl"]["audited"],
-            rows["data/errors.jsonl"]["errors"]) == ("1", "0", "1"), table
+            rows["data/errors.jsonl"]["errors"]) == ("1", "0", "1"), rows
     assert rows["data/out1.jsonl"]["errors"] == "0"
     report = json.loads((project.path / "report.json").read_text())
     errors = {f["path"]: f["errors"] for f in report["files"]}
@@ -97,6 +94,14 @@ def assert_error_lines_apart(result, project: TokProject, outputs: bool = False)
         page = (project.path / "report.html").read_text()
         data = json.loads(re.search(r'id="tokaudit-data">(.*?)</script>', page, re.S).group(1))
         assert data["totals"]["errors"] == 1
+
+
+def file_rows(result) -> dict[str, dict[str, str]]:
+    """The summary table's rows by file, each cell by its column's name (errors among them)."""
+    table = [re.split(r"\s{2,}", line.strip()) for line in summary_section(result)]
+    header = table[0]
+    assert "errors" in header, table
+    return {row[0]: dict(zip(header[1:], row[1:])) for row in table[1:] if len(row) == len(header)}
 
 
 def test_the_join_under_two_workers_is_the_same(pytester: pytest.Pytester):
@@ -114,29 +119,68 @@ def test_the_join_under_two_workers_is_the_same(pytester: pytest.Pytester):
 def test_stored_ids_join_alike_on_both_paths(pytester: pytest.Pytester, monkeypatch):
     """Responses that store their ids, joined to requests, with TOKAUDIT_COLUMNAR=0 and =1:
     the same report, error lines (`error` set, a status other than 200, a status given
-    twice) counted apart. The join keeps one channel entry per batch, so a part of such a
-    contract stays on the per-line path (columnar.plan): the chunk engine's batches are
-    cut elsewhere, and its report would differ."""
+    twice) counted apart. The error lines cut the chunk engine's runs of records elsewhere
+    than the per-line path's batches of 256: the join's one channel entry per part must
+    not depend on where."""
     project = TokProject(pytester, ())
+    n = 700
     write_jsonl(project.path / "batches/job_input.jsonl",
-                [{"custom_id": f"r{k}", "body": {}} for k in range(12)])
+                [{"custom_id": f"r{k}", "body": {}} for k in range(n + 1)])
     rows = [{"custom_id": f"r{k}", "completion_tokens": 3, "output_ids": [1, 2, 3],
-             "response": {"status_code": 200}, "error": None} for k in range(11)]
+             "response": {"status_code": 200}, "error": None} for k in range(n)]
     rows[2]["error"] = {"message": "expired"}
-    rows[4]["response"] = {"status_code": 500}
-    rows[6]["response"] = {"status_code": "200"}  # not the int 200: an error line
-    rows[7]["response"] = [200]  # no object: no status, a response
-    rows[8]["error"] = False  # set: an error line
+    rows[260]["response"] = {"status_code": 500}
+    rows[261]["response"] = {"status_code": "200"}  # not the int 200: an error line
+    rows[400]["response"] = [200]  # no object: no status, a response
+    rows[530]["error"] = False  # set: an error line
     path = write_jsonl(project.path / "data/out.jsonl", rows)
     with path.open("a") as fh:  # the status given twice: orjson reads the last
-        fh.write('{"custom_id": "r11", "completion_tokens": 3, "output_ids": [1, 2, 3], '
+        fh.write(f'{{"custom_id": "r{n}", "completion_tokens": 3, "output_ids": [1, 2, 3], '
                  '"response": {"status_code": 200, "status_code": 503}}\n')
     project.ini(testpaths="data", tokaudit_id_field="custom_id",
                 tokaudit_requests="batches/*_input.jsonl")
     report = audited_both_ways(project, monkeypatch)
     assert report["files"][0]["errors"] == 5
     assert [d["message"] for d in report["dataset"] if d["name"] == "requests"] == [
-        "12 requests, 12 answered exactly once, 5 error lines"]
+        f"{n + 1} requests, {n + 1} answered exactly once, 5 error lines"]
+    assert len(report["files"][0]["channels"]["join"]) == 1  # one entry for the file
+
+
+@pytest.mark.parametrize("stored", [True, False], ids=["stored-ids", "text-template"])
+def test_error_rows_of_parquet_are_counted_apart_as_in_jsonl(project: TokProject, stored):
+    """A Parquet row with `error` set or a status other than 200 is an error line, counted
+    apart and listed by the join, as in its JSONL twin: read from the columns (stored ids)
+    and row by row (a text template)."""
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    if stored:
+        requests = [{"custom_id": f"request-{k}", "body": {}} for k in range(30)]
+        rows = [{"custom_id": f"request-{k}", "completion_tokens": 3, "output_ids": [1, 2, 3],
+                 "response": {"status_code": 200}, "error": None} for k in range(30)]
+        rows[7]["response"] = {"status_code": 500}
+        rows[11].update(error={"code": "429", "message": "rate limited"}, output_ids=None,
+                        completion_tokens=None)
+        project.ini(testpaths="data", tokaudit_id_field="custom_id",
+                    tokaudit_requests="batches/*_input.jsonl")
+    else:
+        requests, rows = batch_pair(7)
+        rows[5] = error_line("request-1")
+        project.ini(**BATCH_INI, tokaudit_tokenizer=str(tokenizer_copy(project.path)))
+    rows[2]["error"] = {"code": "expired", "message": "expired"}
+    write_jsonl(project.path / "batches/job_input.jsonl", requests)
+    write_jsonl(project.path / "data/twin.jsonl", [{k: v for k, v in r.items() if v is not None} for r in rows])
+    pq.write_table(pa.Table.from_pylist(rows), project.path / "data/twin.parquet", row_group_size=4)
+    runs = [project.run("-o", f"tokaudit_glob=*.{suffix}") for suffix in ("jsonl", "parquet")]
+    for result in runs:
+        assert_no_crash(result)
+        assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    jsonl, parquet = runs
+    row = file_rows(parquet)["data/twin.parquet"]
+    assert row == file_rows(jsonl)["data/twin.jsonl"]
+    n, errors = len(rows), 3 if stored else 2
+    assert [row["records"], row["audited"], row["errors"]] == [str(n), str(n - errors), str(errors)]
+    assert outcome_lines(parquet, "requests") == outcome_lines(jsonl, "requests") == [
+        "passed", f"{n} requests, {n} answered exactly once, {errors} error lines"]
 
 
 # Without xdist: the first part of test_the_merge_of_two_parts_judges_the_whole_join (the same
