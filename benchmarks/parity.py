@@ -11,7 +11,7 @@ into its cache on first use (benchmarks/generate.py), and the suite's bad-input 
 (tests/corpus.py: BAD_LINES, NEW_BAD_LINES) with records
 each built-in finding fails, repeated past a chunk: in process, under `-n 2`, and on Ray
 (`--tokaudit-engine=ray`, a local cluster; TOKAUDIT_PARITY_RAY=0 leaves it out). Two cases
-add a conftest.py whose checks read whole records (USER). TOKAUDIT_PARITY_CASES=12,13 runs
+add a conftest.py whose checks read whole records (USER), a third with a text template. TOKAUDIT_PARITY_CASES=12,13 runs
 those cases alone (0-based, in CASES' order).
 """
 import gzip, json, os, subprocess, sys, tempfile, shutil, re
@@ -70,7 +70,8 @@ CASES = [("corpus.jsonl", STRUCT, {"TOKAUDIT_COLUMNAR": "1"}), ("corpus.jsonl", 
          ("short-seed.jsonl", KIMI, {"TOKAUDIT_COLUMNAR": "1"}), ("seed.parquet", KIMI, {}),
          ("seed.jsonl", KIMI + "tokaudit_shard_size = 4000000\n", {}),
          ("roundtrip.jsonl", QW, {}), ("raw.jsonl", RAW, {}), ("raw.jsonl", RAW, {"TOKAUDIT_COLUMNAR": "1"}),
-         ("corpus.jsonl", STRUCT, {"TOKAUDIT_COLUMNAR": "1"}, USER), ("seed.jsonl", KIMI, {}, USER)]
+         ("corpus.jsonl", STRUCT, {"TOKAUDIT_COLUMNAR": "1"}, USER), ("seed.jsonl", KIMI, {}, USER),
+         ("raw.jsonl", RAW, {"TOKAUDIT_COLUMNAR": "1"}, USER)]
 def run(code, data, ini, env_extra, nflag, conftest=None):
     d = Path(tempfile.mkdtemp(prefix="par-"))
     (d / "data").mkdir()

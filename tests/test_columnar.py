@@ -436,14 +436,14 @@ def test_plan_only_where_the_columnar_path_is_exact(tmp_path, monkeypatch):
     path.write_bytes(b"")
     contract = CONTRACTS["where"]
     assert columnar.plan(path, contract, builtin_hook()) == columnar.Plan(True, True, True)
-    # A user's per-record hook sees every record whole (full mode), joined to requests too
-    # (error lines are the per-line path's), except with a text template.
+    # A user's per-record hook sees every record whole (full mode), joined to requests
+    # (error lines are the per-line path's) or with a text template too.
     assert columnar.plan(path, contract, builtin_hook(UserCheck())) == columnar.Plan(
         True, True, True, full=True)
-    assert columnar.plan(path, dataclasses.replace(contract, requests="requests.jsonl"),
-                         builtin_hook(UserCheck())).full
-    assert columnar.plan(path, dataclasses.replace(contract, text_template=parse_template("{text}"),
-                                                   tokenizer="tok"), builtin_hook(UserCheck())) is None
+    for change in [dict(requests="requests.jsonl"),
+                   dict(text_template=parse_template("{text}"), tokenizer="tok")]:
+        assert columnar.plan(path, dataclasses.replace(contract, **change),
+                             builtin_hook(UserCheck())).full
     # Nested fields, groups, finish reasons, the round trip, unique_text and a text template
     # (its ids encoded a chunk at a time) go columnar too (tests/engine/).
     for change in [dict(id_field=("meta", "id")), dict(group_by=("model",)),

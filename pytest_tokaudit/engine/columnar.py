@@ -29,9 +29,9 @@ or that stores ids beside its text (ids_match_text) goes to the per-line path.
 
 A check of the user's (a per-record hook, or a batch hook that does not declare what it
 reads within LIGHT) gets every parsed record whole (the kernel's full mode: `record.data`
-read on demand, the line's object as the per-line path reads it), as do the whole bill's
-checks (tokaudit_requests, the prompt audit, prices). A contract with a text template then
-takes the per-line path, as does a token past int64. Parts under
+read on demand, the line's object as the per-line path reads it; its ids the ones the
+template rebuilt), as do the whole bill's checks that read whole records (the prompt
+audit, prices). A token past int64 takes the per-line path. Parts under
 MIN_BYTES (TEXT_MIN_BYTES with a text template) stay on the per-line path: importing numpy
 costs ~50-110 ms (docs/performance.md).
 TOKAUDIT_COLUMNAR=0 forces the per-line path (the tests' oracle); =1 uses this one whenever
@@ -115,8 +115,6 @@ def plan(path: Any, contract: Contract, hook: Any, start: int = 0, end: int | No
     if declared is None:
         return None
     record, fields, light, full = declared
-    if full and contract.text_template is not None:
-        return None
     if contract.text_template is not None:
         floor = TEXT_MIN_BYTES
     elif "numpy" in sys.modules and "simdjson" in sys.modules:

@@ -183,6 +183,25 @@ def test_error_rows_of_parquet_are_counted_apart_as_in_jsonl(project: TokProject
         "passed", f"{n} requests, {n} answered exactly once, {errors} error lines"]
 
 
+def test_raw_batch_output_with_a_users_check_is_the_same_on_both_engines(project: TokProject,
+                                                                        monkeypatch):
+    """OpenAI Batch output read with a text template, joined to its requests, its prompts
+    audited, and a conftest.py check reading whole records: the per-line path and the chunk
+    engine (TOKAUDIT_COLUMNAR=0 and =1) write the same report."""
+    batch_project(project)
+    project.path.joinpath("conftest.py").write_text(
+        "import pytest\n\n\n@pytest.hookimpl\n"
+        "def pytest_tokaudit_check_record(record):\n"
+        "    body = record.data['response']['body']\n"
+        "    if record.n_ids % 2:\n"
+        "        return record.finding('user_odd', f\"{body['model']} {record.ids[-1]}\")\n")
+    report = audited_both_ways(project, monkeypatch)
+    assert {f["check"] for entry in report["files"] for f in entry["shown"]} == {"user_odd"}
+    assert [d["message"] for d in report["dataset"] if d["name"] == "requests"] == [
+        "7 requests, 8 responses: 1 unanswered, 1 answered twice, 1 response without a request, "
+        "1 error line"]
+
+
 # Without xdist: the first part of test_the_merge_of_two_parts_judges_the_whole_join (the same
 # run). With two workers in the full matrix only, as every -n 2 variant of this module.
 @pytest.mark.full

@@ -20,7 +20,7 @@ pytest.importorskip("numpy")
 from pytest_tokaudit.engine import columnar  # noqa: E402
 
 from audits import builtin_hook  # noqa: E402
-from columnar_parity import assert_same, audited, per_line_lines  # noqa: E402
+from columnar_parity import WholeRecords, assert_same, audited, per_line_lines  # noqa: E402
 from conftest import FULL, jsonl_bytes  # noqa: E402
 from corpus import BAD_LINES, NEW_BAD_LINES  # noqa: E402
 
@@ -102,6 +102,12 @@ def test_raw_responses_go_columnar(tmp_path, monkeypatch, tok):
         assert seen == [], name
         assert json.loads(summary)["checked"] == len(rows) + 2, name
         assert_same(path, contract)
+        # A user's check reading whole records: every record whole, still from the chunks.
+        assert columnar.plan(path, contract, builtin_hook(WholeRecords())).full, name
+        seen.clear()
+        audited(path, contract, "1", WholeRecords())
+        assert seen == [], name
+        assert_same(path, contract, WholeRecords())
 
 
 def test_template_parts_under_text_min_bytes_stay_per_line(tmp_path, monkeypatch):
@@ -125,6 +131,7 @@ def test_bad_raw_responses_audit_the_same(tmp_path, monkeypatch, tok, chunk):
     path.write_bytes(jsonl_bytes(lines))
     for contract in contracts().values():
         assert_same(path, contract)
+        assert_same(path, contract, WholeRecords())
     text = audited(path, contracts()["raw"], "1")[1]
     for finding in ("special_in_text", "ids_match_text", "finish_reason", "schema", "count"):
         assert f": {finding}: " in text, finding
@@ -155,3 +162,4 @@ def test_fuzzed_raw_responses_audit_the_same(tmp_path, monkeypatch, tok, items, 
     path = tmp_path / "x.jsonl"
     path.write_bytes(jsonl_bytes(items))
     assert_same(path, contracts()[which])
+    assert_same(path, contracts()[which], WholeRecords())
