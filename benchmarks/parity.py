@@ -10,9 +10,9 @@ The data are the kit's generated files at size `small` ($TOKAUDIT_BENCH_PARITY_S
 into its cache on first use (benchmarks/generate.py), and the suite's bad-input corpus
 (tests/corpus.py: BAD_LINES, NEW_BAD_LINES) with records
 each built-in finding fails, repeated past a chunk: in process, under `-n 2`, and on Ray
-(`--tokaudit-engine=ray`, a local cluster; TOKAUDIT_PARITY_RAY=0 leaves it out). Two cases
-add a conftest.py whose checks read whole records (USER), a third with a text template. TOKAUDIT_PARITY_CASES=12,13 runs
-those cases alone (0-based, in CASES' order).
+(`--tokaudit-engine=ray`, a local cluster; TOKAUDIT_PARITY_RAY=0 leaves it out). Three
+cases add a conftest.py whose checks read whole records (USER), one with a text template.
+TOKAUDIT_PARITY_CASES=12,13,14 runs those cases alone (0-based, in CASES' order).
 """
 import gzip, json, os, subprocess, sys, tempfile, shutil, re
 from pathlib import Path
