@@ -8,7 +8,7 @@ from ..base.fields import MISSING, get_path
 from ..base.findings import Finding
 from ..base.hooks import hookimpl
 from ..engine.template import first_difference, template_text
-from ..model.records import Record, TextRecord
+from ..model.records import field_value
 from ..model.summary import writable
 
 
@@ -64,7 +64,7 @@ class FinishReasonCheck:
     def pytest_tokaudit_check_record(self, record, contract):
         if not contract.finish_reason or not contract.finish_reason_field:
             return None
-        why = self.judge(field_of(record, contract.finish_reason_field), contract)
+        why = self.judge(field_value(record, contract.finish_reason_field), contract)
         return Finding("finish_reason", why) if why else None
 
     @hookimpl
@@ -76,7 +76,7 @@ class FinishReasonCheck:
         if _tallied(contract) and writable(summary).plotted:
             figures = writable(summary).figures
             for record in records:
-                value = field_of(record, contract.finish_reason_field)
+                value = field_value(record, contract.finish_reason_field)
                 if value is not MISSING and value is not None:
                     figures.add_finish(value if type(value) is str else repr(value))
         if not contract.finish_reason or not contract.finish_reason_field:
@@ -104,18 +104,3 @@ class FinishReasonCheck:
 
 def _tallied(contract: Any) -> bool:
     return bool((contract.finish_reason or contract.group_by) and contract.finish_reason_field)
-
-
-def field_of(record: Any, path: tuple[str, ...]) -> Any:
-    """A field of a record (MISSING if it has none): a columnar light row holds the values of
-    the fields its batch hooks declared in `reads` (a KeyError for any other: declare it)."""
-    values = getattr(record, "field_values", None)
-    if values is not None:
-        return values[path]
-    return get_path(_data(record), path)
-
-
-def _data(record: Any) -> Any:
-    """A JSONL record's _data: its ids stay unparsed (the fast path never cuts this field
-    out); a Parquet row builds its data."""
-    return record._data if type(record) in (Record, TextRecord) else record.data

@@ -5,9 +5,9 @@ check of the user's may read any field: see reads_all) and handed to the kernel 
 as a JSONL chunk is: the ids column's values are its flat ids (numpy), its offsets each
 row's slice; billed counts, record ids and where flags are read as Python values. A row the
 kernel cannot take (a null, a value out of range, a row over the record limit) is worded
-one at a time by the JSONL reader's functions (`_Batches.judge`). A check of the user's, or
-a batch hook reading a record's fields, gets every row whole (the kernel's full mode:
-`record.data` read on demand). With a text template (the ids come from the tokenizer),
+one at a time by the JSONL reader's functions (`_Batches.judge`). A check of the user's
+gets every row whole (the kernel's full mode: `record.data` read on demand); the fields a
+built-in batch hook reads (group_by, the join id) ride on the light rows as columns. With a text template (the ids come from the tokenizer),
 without numpy, or with a token past int64, each row is a record for the per-line path.
 
 Rows are numbered from 1 within the file and shown as `path:row N`. A large file is split
@@ -259,9 +259,8 @@ def _audit_table(source: Any, table: Any, contract: Contract, hook: Any, summary
 
 def _plan(contract: Contract, hook: Any) -> tuple[Plan, bool] | None:
     """How the kernel runs the rows: (columnar.Plan, whether every row goes to the hooks
-    whole: what columnar.declarations says, or a batch hook reading a field's value, which
-    this pass does not read apart), or None where each row is a record for the per-line
-    path."""
+    whole: what columnar.declarations says), or None where each row is a record for the
+    per-line path. The fields the batch hooks read (Plan.fields) are read as columns."""
     if contract.text_template is not None:
         return None
     try:
@@ -272,9 +271,9 @@ def _plan(contract: Contract, hook: Any) -> tuple[Plan, bool] | None:
     if declared is None:  # a token past int64
         return None
     record, fields, light, full = declared
-    full = full or bool(fields)
     names = {getattr(i.plugin, "native_key", None) for i in record}
-    return Plan("count" in names, "structure" in names, ids=not full and "ids" in light), full
+    return Plan("count" in names, "structure" in names, "finish_reason" in names,
+                fields=() if full else fields, ids=not full and "ids" in light), full
 
 
 class _Batches:
@@ -286,6 +285,10 @@ class _Batches:
         plan = _plan(contract, hook)
         self.kernel = None if plan is None else Kernel(contract, plan[0], plain, summary, hook)
         self.full, self.ids = plan is not None and plan[1], plan is not None and plan[0].ids
+        self.fields = plan[0].fields if plan is not None else ()
+        # A row whose finish reason tokaudit_finish_reason refuses: the per-line path words it.
+        self.finish = (contract.finish_reason if plan is not None and plan[0].finish_check
+                       and contract.finish_reason_field in self.fields else ())
         self.errors: dict[int, str] = {}  # the batch's error lines (tokaudit_requests)
 
     def over(self, line: int, nbytes: int) -> None:
@@ -334,6 +337,13 @@ class _Batches:
         self.counts = None if isinstance(field, CountSum) else _values(batch, field)
         # Joined to requests: an error line (model.records.error_in) is counted apart.
         self.errors = self.error_rows(batch, n) if contract.requests else {}
+        # The fields the batch hooks read, as their light rows hold them (a scalar or
+        # MISSING); a row with any other value is the per-line path's, as a JSONL line is.
+        field_cols = [(path, _field_values(batch, path, n)) for path in self.fields]
+        unfit_fields = {r for path, values in field_cols for r, v in enumerate(values)
+                        if type(v) not in _SCALARS and v is not MISSING or v is None and len(path) > 1
+                        or self.finish and path == contract.finish_reason_field
+                        and v is not MISSING and v is not None and v not in self.finish}
         columns = self.columns(ids) if self.kernel is not None else None
         unfit = columns[3] if columns is not None else ()
         odd: list[int] = []
@@ -347,7 +357,8 @@ class _Batches:
                 continue
             rid = id_vals[r] if id_vals is not None else None
             count = self.count(r, [])
-            if (columns is None or r in over or r in unfit or r in self.errors or type(count) is not int
+            if (columns is None or r in over or r in unfit or r in self.errors or r in unfit_fields
+                    or type(count) is not int
                     or not 0 <= count < EXACT or id_vals is not None and type(rid) is not str
                     and not (type(rid) is int and I64_MIN <= rid <= U64_MAX)):
                 odd.append(r)
@@ -379,8 +390,9 @@ class _Batches:
         starts = starts[rows]
         ids = [flat[s:s + k] for s, k in zip(starts.tolist(), n_ids)] if self.ids else None
         data = (lambda k: batch.slice(rows[k], 1).to_pylist()[0]) if self.full else None
+        fields = [{path: values[r] for path, values in field_cols} for r in rows] if field_cols else None
         self.kernel.fold(n, line0, odd, rows, flat, n_ids, counts, record_ids, skipped, take_odd,
-                         starts, ids=ids, data=data)
+                         starts, fields=fields, ids=ids, data=data)
 
     def columns(self, ids: Any) -> tuple[Any, Any, Any, set[int]]:
         """The ids of a list array as the kernel's flat int64 ids (no copy where the column
@@ -524,6 +536,16 @@ def _fixed(t: Any) -> int | None:
 def _short(exc: Exception) -> str:
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0] if text else ''}"
+
+
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def _field_values(batch: Any, path: tuple[str, ...], n: int) -> list[Any]:
+    """A field's values as a JSONL twin's object holds them: MISSING where the file has no
+    such column, None where a row's is null (a nested one: the per-line path decides)."""
+    col = _column(batch, path)
+    return [MISSING] * n if col is MISSING else col.to_pylist()
 
 
 def _values(batch: Any, field: tuple[str, ...], n: int = 0) -> list[Any]:

@@ -275,6 +275,8 @@ def test_stored_ids_with_a_sum_groups_finish_reasons_and_unique_text(project: To
     rows[20]["extra"] = rows[4]["extra"]
     rows[20]["sample_id"] = 99  # the same ids under another id
     rows[25]["extra"] = 40
+    rows[3]["choices"] = []  # no finish reason: a null on the way, the per-line path's
+    rows[9]["choices"] = None
     project.jsonl("data/twin.jsonl", rows)
     project.path.joinpath("pq").mkdir()
     pq.write_table(pa.Table.from_pylist(rows), project.path / "pq/twin.parquet", row_group_size=8)
