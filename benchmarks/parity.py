@@ -11,8 +11,9 @@ into its cache on first use (benchmarks/generate.py), and the suite's bad-input 
 (tests/corpus.py: BAD_LINES, NEW_BAD_LINES) with records
 each built-in finding fails, repeated past a chunk: in process, under `-n 2`, and on Ray
 (`--tokaudit-engine=ray`, a local cluster; TOKAUDIT_PARITY_RAY=0 leaves it out). Three
-cases add a conftest.py whose checks read whole records (USER), one with a text template.
-TOKAUDIT_PARITY_CASES=12,13,14 runs those cases alone (0-based, in CASES' order).
+cases add a conftest.py whose checks read whole records (USER), one with a text template;
+the last groups a Parquet file (its fields read as columns). TOKAUDIT_PARITY_CASES=12,13,14
+runs the USER cases alone (0-based, in CASES' order).
 """
 import gzip, json, os, subprocess, sys, tempfile, shutil, re
 from pathlib import Path
@@ -71,7 +72,8 @@ CASES = [("corpus.jsonl", STRUCT, {"TOKAUDIT_COLUMNAR": "1"}), ("corpus.jsonl", 
          ("seed.jsonl", KIMI + "tokaudit_shard_size = 4000000\n", {}),
          ("roundtrip.jsonl", QW, {}), ("raw.jsonl", RAW, {}), ("raw.jsonl", RAW, {"TOKAUDIT_COLUMNAR": "1"}),
          ("corpus.jsonl", STRUCT, {"TOKAUDIT_COLUMNAR": "1"}, USER), ("seed.jsonl", KIMI, {}, USER),
-         ("raw.jsonl", RAW, {"TOKAUDIT_COLUMNAR": "1"}, USER)]
+         ("raw.jsonl", RAW, {"TOKAUDIT_COLUMNAR": "1"}, USER),
+         ("seed.parquet", KIMI + "tokaudit_group_by = provider model\n", {})]
 def run(code, data, ini, env_extra, nflag, conftest=None):
     d = Path(tempfile.mkdtemp(prefix="par-"))
     (d / "data").mkdir()

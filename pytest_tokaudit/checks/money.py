@@ -9,15 +9,16 @@ the `tokaudit_group_by` fields and the price table's; unusable records' counts i
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
-from ..base.fields import MISSING, get_path
+from ..base.fields import MISSING, count_paths, get_path
 from ..base.hooks import hookimpl
 from ..base.text import plural
 from ..model.outcome import Outcome
+from ..model.records import field_value
 from ..model.spend import CHANNEL, PriceError, amount, priced, spend, table_fields
 from ..model.summary import writable
-from .join import record_data
 from .prompt import billed_prompt, group_key
 
 NAME = "budget_money"
@@ -31,8 +32,16 @@ class MoneyCheck:
     """Spend by component and group; tokaudit_budget_money over every file."""
 
     @staticmethod
-    def reads(contract: Any) -> frozenset[str]:
-        return frozenset({"data"} if priced(contract) else ())
+    def reads(contract: Any) -> frozenset[Any]:
+        """A record's billed count and the fields it is priced by (values at paths): its
+        groups, its billed prompt count and their cached part."""
+        if not priced(contract):
+            return frozenset()
+        paths = [*(tuple(f.split(".")) for f in table_fields(contract)),
+                 *count_paths(contract.prompt_count_field)]
+        if contract.cached_tokens_field:
+            paths.append(contract.cached_tokens_field)
+        return frozenset({"count", *paths} if all(paths) else {"data"})
 
     @hookimpl
     def pytest_tokaudit_dataset_checks(self, contract):
@@ -46,19 +55,22 @@ class MoneyCheck:
         paths = [tuple(f.split(".")) for f in fields]
         channel = writable(summary).channel(CHANNEL)
         entries = {tuple(e[1]): e for e in channel if tuple(e[0]) == fields}
-        rows = [(record_data(r), r.count) for r in records]
-        rows += [(u.data, u.billed) for u in unusable if u.data is not None or u.billed is not None]
-        for data, output in rows:
-            key = group_key(data, paths) if data is not None else ("(none)",) * len(paths)
+        # Each record's values at paths: a light row's declared fields, an unusable one's object.
+        rows: list[tuple[Any, Any]] = [(functools.partial(field_value, r), r.count) for r in records]
+        rows += [(None if u.data is None else functools.partial(get_path, u.data), u.billed)
+                 for u in unusable if u.data is not None or u.billed is not None]
+        cached_field = contract.cached_tokens_field
+        for get, output in rows:
+            key = group_key(get, paths) if get is not None else ("(none)",) * len(paths)
             entry = entries.get(key)
             if entry is None:
                 entry = entries[key] = [list(fields), list(key), 0, 0, 0, 0, 0]
                 channel.append(entry)
-            prompt = billed_prompt(data, contract.prompt_count_field) if data is not None else None
+            prompt = billed_prompt(get, contract.prompt_count_field) if get is not None else None
             if type(prompt) is not int:  # no billed prompt count: counted apart, not as 0 silently
                 entry[6] += 1
                 prompt = 0
-            cached = get_path(data, contract.cached_tokens_field) if data is not None else MISSING
+            cached = get(cached_field) if get is not None and cached_field else MISSING
             entry[2] += 1
             entry[3] += prompt
             entry[4] += min(_count(cached), prompt)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Any
+from typing import Any, Callable
 
 from ..base.fields import MISSING, CountSum, get_path
 from ..base.findings import Finding
@@ -45,14 +45,15 @@ def rules(contract: Contract) -> Contract:
         count_mean_rel=contract.prompt_count_mean_rel, count_mean_abs=contract.prompt_count_mean_abs)
 
 
-def billed_prompt(data: Any, formula: tuple[str, ...] | CountSum) -> int | str:
-    """The billed prompt count of a record, or what is wrong with it."""
+def billed_prompt(get: Callable[[tuple[str, ...]], Any], formula: tuple[str, ...] | CountSum) -> int | str:
+    """The billed prompt count of a record (`get`: its value at a path, or MISSING), or
+    what is wrong with it."""
     name = ".".join(formula) if isinstance(formula, tuple) else str(formula)
     if isinstance(formula, CountSum):
         problems: list[str] = []
-        total = sum_terms([(t, get_path(data, t.path)) for t in formula.terms], formula, problems)
+        total = sum_terms([(t, get(t.path)) for t in formula.terms], formula, problems)
         return problems[0] if total is None else total
-    value = get_path(data, formula)
+    value = get(formula)
     if value is MISSING or value is None:
         return f"missing field {name!r}"
     if type(value) is not int or value < 0:
@@ -60,12 +61,12 @@ def billed_prompt(data: Any, formula: tuple[str, ...] | CountSum) -> int | str:
     return value
 
 
-def group_key(data: Any, paths: list[tuple[str, ...]]) -> tuple[str, ...]:
+def group_key(get: Callable[[tuple[str, ...]], Any], paths: list[tuple[str, ...]]) -> tuple[str, ...]:
     """A record's group: the text of each `tokaudit_group_by` field (NONE when it has none),
     as the prompt audit and the money by component both key their tables."""
     out = []
     for path in paths:
-        value = get_path(data, path)
+        value = get(path)
         out.append(NONE if value is MISSING or value is None else value if type(value) is str else repr(value))
     return tuple(out)
 
@@ -108,11 +109,12 @@ class PromptCheck:
                 if pos < 0:
                     continue  # an error line (it bills nothing) or no request: the join says
                 source, place = index.read(pos), f" (request {index.place(pos)})"
-            billed = billed_prompt(data, contract.prompt_count_field)
+            get = functools.partial(get_path, data)
+            billed = billed_prompt(get, contract.prompt_count_field)
             if type(billed) is str:
                 out.append(Finding("prompt_count", f"{billed}{place}", line, record_id))
                 continue
-            key = group_key(data, groups)
+            key = group_key(get, groups)
             entry = entries.get(key)
             if entry is None:
                 entry = entries[key] = [list(key), 0, 0, 0, 0, 0]
