@@ -20,11 +20,12 @@ import dataclasses
 import functools
 from typing import Any, Callable
 
-from ..base.fields import MISSING, CountSum, get_path
+from ..base.fields import MISSING, CountSum, count_paths, get_path
 from ..base.findings import Finding
 from ..base.hooks import hookimpl
 from ..base.text import plural
 from ..model.contract import Contract
+from ..model.records import field_value
 from ..model.summary import label, totals, writable
 from ..sources.parse import sum_terms
 from ..tokenizers.chat import chat_for, conversation
@@ -75,8 +76,14 @@ class PromptCheck:
     """Billed prompt tokens vs the chat template's, per record and on average per file."""
 
     @staticmethod
-    def reads(contract: Any) -> frozenset[str]:
-        return frozenset({"data"} if contract.audits_prompts else ())
+    def reads(contract: Any) -> frozenset[Any]:
+        """Whole records where the messages are the record's own; joined to requests (the
+        messages are the request's), its line, id, join id, billed prompt count and groups."""
+        if not contract.audits_prompts:
+            return frozenset()
+        paths = [contract.join_field, *count_paths(contract.prompt_count_field),
+                 *(tuple(f.split(".")) for f in contract.group_by)]
+        return frozenset({"line", "id", *paths} if contract.requests and all(paths) else {"data"})
 
     @hookimpl
     def pytest_tokaudit_check_batch(self, records, unusable, contract, summary):
@@ -85,10 +92,20 @@ class PromptCheck:
         chat = chat_for(contract.tokenizer, contract.trust_remote_code, contract.chat_template)
         judge = rules(contract)
         messages_path, tools_path = contract.prompt_fields
-        rows = [(r.line, r.id, record_data(r)) for r in records]
-        rows += [(u.line, u.id, u.data) for u in unusable if u.data is not None]
-        rows.sort(key=lambda row: row[0])
         index = index_for(contract) if contract.requests else None
+        # (line, id, its values at paths, its object): a record's object only where the
+        # messages are in it; joined, its fields are what reads() declared.
+        rows: list[tuple[Any, Any, Any, Any]] = []
+        for r in records:
+            if index is not None:
+                rows.append((r.line, r.id, functools.partial(field_value, r), None))
+            else:
+                data = record_data(r)
+                rows.append((r.line, r.id, functools.partial(get_path, data), data))
+        if unusable:  # in line order, as the records came
+            rows += [(u.line, u.id, functools.partial(get_path, u.data), u.data)
+                     for u in unusable if u.data is not None]
+            rows.sort(key=lambda row: row[0])
         groups = [tuple(f.split(".")) for f in contract.group_by]
         channel = writable(summary).channel(CHANNEL)
         entries = {tuple(e[0]): e for e in channel}
@@ -97,19 +114,18 @@ class PromptCheck:
         conversations = []
         found: list[int] = []  # each row's request (its position in the index), or -1
         if index is not None:
-            hashes = [id_hash(get_path(data, contract.join_field)) if not error_of(data) else None
-                      for _, _, data in rows]
+            hashes = [id_hash(get(contract.join_field)) if not error_of(data) else None
+                      for _, _, get, data in rows]
             known = [h for h in hashes if h is not None]
             at = iter(index.find(known) if known else [])
             found = [next(at) if h is not None else -1 for h in hashes]
-        for k, (line, record_id, data) in enumerate(rows):
+        for k, (line, record_id, get, data) in enumerate(rows):
             source, place = data, ""
             if index is not None:
                 pos = found[k]
                 if pos < 0:
                     continue  # an error line (it bills nothing) or no request: the join says
                 source, place = index.read(pos), f" (request {index.place(pos)})"
-            get = functools.partial(get_path, data)
             billed = billed_prompt(get, contract.prompt_count_field)
             if type(billed) is str:
                 out.append(Finding("prompt_count", f"{billed}{place}", line, record_id))

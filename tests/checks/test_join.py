@@ -183,12 +183,17 @@ def test_error_rows_of_parquet_are_counted_apart_as_in_jsonl(project: TokProject
         "passed", f"{n} requests, {n} answered exactly once, {errors} error lines"]
 
 
-def test_raw_batch_output_with_a_users_check_is_the_same_on_both_engines(project: TokProject,
-                                                                        monkeypatch):
+@pytest.mark.parametrize("user", [False, True], ids=["built-in", "users-check"])
+def test_raw_batch_output_is_the_same_on_both_engines(project: TokProject, monkeypatch, user):
     """OpenAI Batch output read with a text template, joined to its requests, its prompts
-    audited, and a conftest.py check reading whole records: the per-line path and the chunk
-    engine (TOKAUDIT_COLUMNAR=0 and =1) write the same report."""
+    audited (light rows: the join id, the billed prompt count), with or without a
+    conftest.py check reading whole records: the per-line path and the chunk engine
+    (TOKAUDIT_COLUMNAR=0 and =1) write the same report."""
     batch_project(project)
+    if not user:
+        report = audited_both_ways(project, monkeypatch)
+        assert not any(entry["shown"] for entry in report["files"])
+        return
     project.path.joinpath("conftest.py").write_text(
         "import pytest\n\n\n@pytest.hookimpl\n"
         "def pytest_tokaudit_check_record(record):\n"
