@@ -244,41 +244,6 @@ def _chain(
     yield from rest
 
 
-def iter_lines(path: Path, start: int = 0, end: int | None = None) -> Iterator[bytes]:
-    """Raw lines (with their endings) of the whole file, or of those starting in [start, end).
-
-    A plain reference for tests and tools: it keeps each line whole, blank or not. The
-    audit reads with Lines.
-    """
-    pending = bytearray()
-    chunks = read_chunks(path, start, BUFFER, None, end)
-    start, end = line_range(path, start, end)
-    offset = start - 1 if start else 0  # file offset of pending[0]
-    skipping = bool(start)  # the line straddling `start` belongs to the range before
-    for chunk in chunks:
-        pending += chunk
-        at = 0
-        if skipping:
-            at = pending.find(b"\n") + 1
-            if not at:
-                offset += len(pending)
-                pending.clear()
-                continue
-            skipping = False
-        while end is None or offset + at < end:
-            nl = pending.find(b"\n", at)
-            if nl < 0:
-                break
-            yield bytes(pending[at : nl + 1])
-            at = nl + 1
-        else:
-            return
-        offset += at
-        del pending[:at]
-    if pending and not skipping and (end is None or offset < end):
-        yield bytes(pending)
-
-
 """parse_line's answer for a record the `tokaudit_where` filter leaves out."""
 
 
