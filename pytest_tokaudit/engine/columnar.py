@@ -30,8 +30,9 @@ or that stores ids beside its text (ids_match_text) goes to the per-line path.
 A check of the user's (a per-record hook, or a batch hook that does not declare what it
 reads within LIGHT) gets every parsed record whole (the kernel's full mode: `record.data`
 read on demand, the line's object as the per-line path reads it; its ids the ones the
-template rebuilt), as do the whole bill's checks that read whole records (the prompt
-audit, prices). A token past int64 takes the per-line path. Parts under
+template rebuilt), as does the prompt audit of messages inside the records (the join,
+prices and the prompt audit of requests read declared fields). A token past int64 takes
+the per-line path. Parts under
 MIN_BYTES (TEXT_MIN_BYTES with a text template) stay on the per-line path: importing numpy
 costs ~50-110 ms (docs/performance.md).
 TOKAUDIT_COLUMNAR=0 forces the per-line path (the tests' oracle); =1 uses this one whenever
