@@ -10,8 +10,11 @@ fields, JSON lines and other values among them.
 
 from __future__ import annotations
 
+import atexit
 import enum
 import json
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +30,12 @@ from pytest_tokaudit.engine import columnar, dicts  # noqa: E402
 from pytest_tokaudit.engine import plain as plain_module  # noqa: E402
 from pytest_tokaudit.model.report import file_entry  # noqa: E402
 
+# The request file of the "joined" contract: a sample_id each of some ids the items draw.
+REQUESTS = Path(tempfile.mkdtemp(prefix="tokaudit-requests-")) / "requests.jsonl"
+REQUESTS.write_text("".join(json.dumps({"sample_id": v, "body": {}}) + "\n"
+                            for v in ["", "a", "b", "ab", 0, 1, 2, 3]))
+atexit.register(shutil.rmtree, REQUESTS.parent, True)
+
 CONTRACTS = {
     "structure": {
         "tokaudit_count_abs": "2", "tokaudit_count_rel": "0%", "tokaudit_count_outliers": "2",
@@ -38,6 +47,9 @@ CONTRACTS = {
               "tokaudit_max_line_bytes": "80"},
     # Tokens past int32 (a batch of dicts reads its ids as int32: marshal's cells).
     "wide": {"tokaudit_require_last": "7 2147483648", "tokaudit_forbid": "0 4294967295"},
+    # Joined to requests by sample_id: error lines (`error`, `response.status_code`) apart.
+    "joined": {"tokaudit_requests": str(REQUESTS), "tokaudit_join_field": "sample_id",
+               "tokaudit_unique_ids": "true"},
 }
 
 
@@ -119,6 +131,10 @@ def items(draw: Any) -> Any:
     for key in draw(st.lists(st.sampled_from(sorted(record)), max_size=1)):
         if not draw(st.integers(0, 3)):
             del record[key]
+    if not draw(st.integers(0, 3)):  # an API's answer: an error line with tokaudit_requests
+        record["error"] = draw(st.sampled_from([None, None, {"message": "expired"}, False, "e"]))
+        record["response"] = draw(st.sampled_from([{"status_code": 200}, {"status_code": 500},
+                                                   {"status_code": "200"}, [200], None]))
     if kind == 1:
         return json.dumps(record)  # a JSON line among the dicts
     return record
