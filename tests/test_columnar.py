@@ -9,9 +9,12 @@ the columnar path really ran: a clean record must never reach the per-line path.
 
 from __future__ import annotations
 
+import atexit
 import dataclasses
 import json
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +46,12 @@ SETTINGS = settings(
                            HealthCheck.function_scoped_fixture],
 )
 
+# The request file of the "joined" contract: a sample_id each of some ids the records draw.
+REQUESTS = Path(tempfile.mkdtemp(prefix="tokaudit-requests-")) / "requests.jsonl"
+REQUESTS.write_text("".join(json.dumps({"sample_id": v, "body": {}}) + "\n"
+                            for v in ["", "a", "b", "ab", 0, 1, 2, 3]))
+atexit.register(shutil.rmtree, REQUESTS.parent, True)
+
 CONTRACTS = {
     "default": default_contract(max_shown=10**6, unique_ids=True),
     "where": default_contract(max_shown=10**6, where=("provider",), unique_ids=True),
@@ -53,6 +62,9 @@ CONTRACTS = {
     "no-id": default_contract(max_shown=10**6, id_field=()),
     "short-lines": default_contract(max_shown=10**6, max_line_bytes=60),
     "capped": default_contract(max_shown=3, unique_ids=True),
+    # Joined to requests by sample_id: error lines (`error`, `response.status_code`) apart.
+    "joined": default_contract(max_shown=10**6, requests=str(REQUESTS), join_field=("sample_id",),
+                               unique_ids=True),
 }
 
 
@@ -123,6 +135,10 @@ def records(draw) -> bytes:
                                               "provider"]), max_size=1)):
         if draw(st.booleans()):
             record.pop(key, None)
+    if not draw(st.integers(0, 3)):  # an API's answer: an error line with tokaudit_requests
+        record["error"] = draw(st.sampled_from([None, None, {"message": "expired"}, False, "e"]))
+        record["response"] = draw(st.sampled_from([{"status_code": 200}, {"status_code": 500},
+                                                   {"status_code": "200"}, [200], None]))
     record.update(draw(st.dictionaries(st.sampled_from(["text", "meta", "x"]),
                                        st.one_of(scalars, st.lists(scalars, max_size=3)),
                                        max_size=2)))
@@ -134,7 +150,7 @@ def records(draw) -> bytes:
     tweak = draw(st.integers(0, 14))
     if tweak == 0:  # a contract key given twice: orjson keeps the last
         key = draw(st.sampled_from([b'"output_ids"', b'"completion_tokens"', b'"sample_id"',
-                                    b'"provider"']))
+                                    b'"provider"', b'"error"']))
         value = draw(st.sampled_from([b"[1,2]", b"5", b'"z"', b"null", b"[3,7]"]))
         line = line[:1] + key + b":" + value + b"," + line[1:] if len(line) > 2 else line
     elif tweak == 1:  # a key spelled with an escape
@@ -178,6 +194,10 @@ def files(draw) -> bytes:
          chunk=64, blanks_at_once=64)
 @example(data=b'\n \r\n{"sample_id":"a","completion_tokens":1,"output_ids":[1]}\n\t\n[1]\n  x\n\r',
          which="default", chunk=1 << 20, blanks_at_once=0)
+@example(data=b'{"sample_id":"a","completion_tokens":1,"output_ids":[1],"error":{"message":"x"}}\n'
+              b'{"sample_id":"b","completion_tokens":1,"output_ids":[1],"response":{"status_code":500}}\n'
+              b'{"sample_id":1,"completion_tokens":1,"output_ids":[1],"error":null}\n',
+         which="joined", chunk=1 << 20, blanks_at_once=0)
 def test_random_files_audit_the_same_on_both_paths(tmp_path, monkeypatch, data, which, chunk,
                                                    blanks_at_once):
     monkeypatch.setattr(columnar, "CHUNK", chunk)
