@@ -11,7 +11,7 @@ import dataclasses
 import json
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, Iterator
 
 import pluggy
 import pytest
@@ -28,6 +28,7 @@ from pytest_tokaudit.model.records import SKIPPED, Rejected
 from pytest_tokaudit.model.summary import PROPERTY, FileSummary
 from pytest_tokaudit.run.controller import Controller
 from pytest_tokaudit.sources.base import Part
+from pytest_tokaudit.sources.jsonl import BUFFER, line_range, read_chunks
 from pytest_tokaudit.sources.parse import parse_line
 
 SETTINGS = settings(
@@ -201,3 +202,36 @@ def audit_both(path: Path, contract: Contract, monkeypatch: pytest.MonkeyPatch) 
     plain = run_audit(path, contract).to_json()
     monkeypatch.undo()
     return fast, plain
+
+
+def iter_lines(path: Path, start: int = 0, end: int | None = None) -> Iterator[bytes]:
+    """Raw lines (with their endings) of the whole file, or of those starting in [start, end):
+    a plain reference of the byte ranges (read_chunks, line_range) that keeps each line
+    whole, blank or not. The audit reads with sources.lines.Lines."""
+    pending = bytearray()
+    chunks = read_chunks(path, start, BUFFER, None, end)
+    start, end = line_range(path, start, end)
+    offset = start - 1 if start else 0  # file offset of pending[0]
+    skipping = bool(start)  # the line straddling `start` belongs to the range before
+    for chunk in chunks:
+        pending += chunk
+        at = 0
+        if skipping:
+            at = pending.find(b"\n") + 1
+            if not at:
+                offset += len(pending)
+                pending.clear()
+                continue
+            skipping = False
+        while end is None or offset + at < end:
+            nl = pending.find(b"\n", at)
+            if nl < 0:
+                break
+            yield bytes(pending[at : nl + 1])
+            at = nl + 1
+        else:
+            return
+        offset += at
+        del pending[:at]
+    if pending and not skipping and (end is None or offset < end):
+        yield bytes(pending)

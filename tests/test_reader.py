@@ -10,7 +10,6 @@ import gzip
 import json
 import tempfile
 from pathlib import Path
-from typing import Iterator
 
 import pluggy
 import pytest
@@ -22,7 +21,6 @@ from pytest_tokaudit.engine.passes import audit
 from pytest_tokaudit.engine.plain import check_file
 from pytest_tokaudit.sources.lines import lines_before as count_lines_before
 from pytest_tokaudit.sources.base import ReadError
-from pytest_tokaudit.sources.jsonl import BUFFER, line_range, read_chunks
 from pytest_tokaudit.sources.parse import parse_line
 from pytest_tokaudit.model.summary import FileSummary
 from conftest import compress, examples, jsonl_bytes, rec
@@ -35,6 +33,7 @@ from audits import (
     audited_summary,
     builtin_hook,
     default_contract,
+    iter_lines,
     jsonl_files,
     merged_by_controller,
     physical_lines,
@@ -246,39 +245,6 @@ def test_fast_path_sentinel_text_in_the_data_is_not_mistaken_for_ids():
     plain = parse_line(raw, 1, CONTRACTS["default"], fast=False)
     assert [f.message for f in plain.findings] == ["output_ids must be a list of token ids, found str"]
     assert _parsed(parse_line(raw, 1, CONTRACTS["default"])) == _parsed(plain)
-
-
-def iter_lines(path: Path, start: int = 0, end: int | None = None) -> Iterator[bytes]:
-    """Raw lines (with their endings) of the whole file, or of those starting in [start, end):
-    a plain reference of the byte ranges (read_chunks, line_range) that keeps each line
-    whole, blank or not. The audit reads with sources.lines.Lines."""
-    pending = bytearray()
-    chunks = read_chunks(path, start, BUFFER, None, end)
-    start, end = line_range(path, start, end)
-    offset = start - 1 if start else 0  # file offset of pending[0]
-    skipping = bool(start)  # the line straddling `start` belongs to the range before
-    for chunk in chunks:
-        pending += chunk
-        at = 0
-        if skipping:
-            at = pending.find(b"\n") + 1
-            if not at:
-                offset += len(pending)
-                pending.clear()
-                continue
-            skipping = False
-        while end is None or offset + at < end:
-            nl = pending.find(b"\n", at)
-            if nl < 0:
-                break
-            yield bytes(pending[at : nl + 1])
-            at = nl + 1
-        else:
-            return
-        offset += at
-        del pending[:at]
-    if pending and not skipping and (end is None or offset < end):
-        yield bytes(pending)
 
 
 # -- 2. iter_lines over byte ranges ----------------------------------------------------------

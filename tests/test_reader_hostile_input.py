@@ -32,7 +32,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from pytest_tokaudit.model.contract import Contract
-from pytest_tokaudit.sources.jsonl import JSON_WS, Lines, iter_lines
+from pytest_tokaudit.sources.jsonl import JSON_WS, Lines
 from pytest_tokaudit.model.records import SKIPPED, Record, Rejected
 from pytest_tokaudit.sources.parse import parse_line
 from pytest_tokaudit.model.summary import FileSummary
@@ -43,6 +43,7 @@ from audits import (
     _parsed,
     audit_both,
     audited_summary,
+    iter_lines,
     merged_by_controller,
     physical_lines,
     run_audit,
