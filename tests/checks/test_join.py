@@ -183,7 +183,10 @@ def test_error_rows_of_parquet_are_counted_apart_as_in_jsonl(project: TokProject
         "passed", f"{n} requests, {n} answered exactly once, {errors} error lines"]
 
 
-@pytest.mark.parametrize("user", [False, True], ids=["built-in", "users-check"])
+# A user's check on chunks with a text template is held in process too
+# (tests/engine/test_columnar_template.py): as a pytest run, in the full matrix.
+@pytest.mark.parametrize("user", [False, pytest.param(True, marks=pytest.mark.full)],
+                         ids=["built-in", "users-check"])
 def test_raw_batch_output_is_the_same_on_both_engines(project: TokProject, monkeypatch, user):
     """OpenAI Batch output read with a text template, joined to its requests, its prompts
     audited (light rows: the join id, the billed prompt count), with or without a
