@@ -341,9 +341,7 @@ class _Batches:
         # MISSING); a row with any other value is the per-line path's, as a JSONL line is.
         field_cols = [(path, _field_values(batch, path, n)) for path in self.fields]
         unfit_fields = {r for path, values in field_cols for r, v in enumerate(values)
-                        if type(v) not in _SCALARS and v is not MISSING or v is None and len(path) > 1
-                        or self.finish and path == contract.finish_reason_field
-                        and v is not MISSING and v is not None and v not in self.finish}
+                        if not self.light_value(path, v)}
         columns = self.columns(ids) if self.kernel is not None else None
         unfit = columns[3] if columns is not None else ()
         odd: list[int] = []
@@ -448,6 +446,17 @@ class _Batches:
             self.plain.take_parsed(line, rejected(obj, contract, problems, line, record_id, count)
                                    if problems or texts is None else
                                    TextRecord(line, obj, record_id, count, ids, texts=texts))
+
+    def light_value(self, path: tuple[str, ...], value: Any) -> bool:
+        """Whether a light row may hold this value of a field (columnar._Paths' rules): a
+        scalar or MISSING, not a null on a nested path (where a JSONL twin may have none),
+        and not a finish reason the contract refuses (the per-line path words that)."""
+        if value is MISSING:
+            return True
+        if type(value) not in _SCALARS or value is None and len(path) > 1:
+            return False
+        return not (self.finish and path == self.contract.finish_reason_field
+                    and value is not None and value not in self.finish)
 
     def error_rows(self, batch: Any, n: int) -> dict[int, str]:
         """The rows that are error lines, with why, read from their columns."""
