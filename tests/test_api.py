@@ -460,3 +460,28 @@ def test_judge_dataset_finds_an_id_in_two_files(tmp_path: Path):
     with pytest.raises(api.ContractError, match="given twice"):
         api.judge_dataset(contract, [audits[0], audits[0]])
 
+
+
+def test_audits_side_by_side_keep_apart():
+    """The built-in checks' hooks are built once and shared by every audit without
+    plugins (api.check_hook): two audits read in turn find what each finds alone."""
+    contract = api.Contract.from_dict({"tokaudit_count_abs": 2, "tokaudit_count_rel": 0,
+                                       "tokaudit_count_outliers": "1%"})
+    first = [rec(f"a{i}", 20, 23 if i % 3 == 0 else 20) for i in range(300)]
+    second = [rec(f"b{i}", 20, 20 if i % 50 else 30) for i in range(300)]
+    alone = [[(f.line, f.id, f.check, f.message) for f in api.audit_records(contract, r, batch=16)]
+             for r in (first, second)]
+    audits = [api.audit_records(contract, iter(r), batch=16) for r in (first, second)]
+    together: list[list[Any]] = [[], []]
+    while any(a is not None for a in audits):
+        for k, audit in enumerate(audits):
+            if audit is not None:
+                finding = next(audit, None)
+                if finding is None:
+                    audits[k] = None
+                else:
+                    together[k].append((finding.line, finding.id, finding.check, finding.message))
+    assert together == alone
+    assert [f[2] for f in alone[0][-1:]] == ["count_outliers"] and len(alone[1]) == 6 + 1
+    assert api.check_hook() is api.check_hook()
+    assert api.check_hook(disable=["tokaudit.count"]) is not api.check_hook()
