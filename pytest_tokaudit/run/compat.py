@@ -17,14 +17,6 @@ class PrivateApiError(RuntimeError):
     """pytest changed something private this plugin relies on."""
 
 
-def _version() -> tuple[int, ...]:
-    parts = []
-    for piece in pytest.__version__.split(".")[:2]:
-        digits = "".join(c for c in piece if c.isdigit())
-        parts.append(int(digits or 0))
-    return tuple(parts)
-
-
 def failure_repr(path: str, lineno: int, message: str, lines: Sequence[str]) -> Any:
     """A failure longrepr that every report consumer reads like an exception's.
 
@@ -63,11 +55,9 @@ def load_conftests(config: pytest.Config, path: Path) -> None:
         raise PrivateApiError(
             f"pytest {pytest.__version__} has no PytestPluginManager._loadconftestmodules"
         )
-    args: dict[str, Any] = {}
-    if _version() >= (8, 1):
-        args["consider_namespace_packages"] = config.getini("consider_namespace_packages")
     try:
-        load(path, config.getoption("importmode"), config.rootpath, **args)
+        load(path, config.getoption("importmode"), config.rootpath,
+             consider_namespace_packages=config.getini("consider_namespace_packages"))
     except TypeError as exc:
         raise PrivateApiError(
             f"pytest {pytest.__version__}: _loadconftestmodules changed: {exc}"

@@ -282,15 +282,7 @@ class Fingerprints:
         module = sys.modules.get(name)
         if module is not None:
             return self.of_module(name, module)
-        parent, _, _ = name.rpartition(".")
-        if parent:
-            spec_parent = self._spec(parent)
-            if spec_parent is None or not spec_parent.submodule_search_locations:
-                return False
-            spec = importlib.machinery.PathFinder.find_spec(
-                name, list(spec_parent.submodule_search_locations))
-        else:
-            spec = importlib.machinery.PathFinder.find_spec(name)
+        spec = self._spec(name)
         if spec is None:
             return False
         origin = spec.origin if spec.has_location else None
