@@ -23,6 +23,7 @@ from ..base.formats import default_glob
 from ..base.urls import display_url, is_url
 from ..tokenizers.hf import load_tokenizer, resolve_tokens
 from .rules import mean_within
+from .spend import amount
 from .values import (MAX_SHOWN, WORDS, Allowance, ContractError, fmt_rel, is_token_id,
     parse_allowance, parse_bool, parse_cache_inputs, parse_count, parse_count_field, parse_engine,
     parse_field, parse_fields, parse_mean_abs, parse_optional_count, parse_optional_limit,
@@ -618,7 +619,4 @@ def source_text(key: Key, raw: Any, value: Any) -> str:
 
 
 def money(tokens: int, contract: Contract) -> str:
-    if contract.price_per_mtok is None:
-        return ""
-    value = tokens * contract.price_per_mtok / 1e6
-    return f"${value:,.2f}" if value >= 1 or value == 0 else f"${value:.4f}"
+    return "" if contract.price_per_mtok is None else amount(tokens * contract.price_per_mtok / 1e6)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import functools
 import os
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
 from ..base.text import plural
 
@@ -112,11 +112,6 @@ def _load(path: str, size: int, mtime: int) -> PriceTable:
     return PriceTable(fields, tuple(out))
 
 
-def default_prices(contract: Any) -> Prices:
-    return Prices(contract.price_input_per_mtok, contract.price_cached_input_per_mtok,
-                  contract.price_output_per_mtok)
-
-
 def priced(contract: Any) -> bool:
     """Whether the run counts money by component."""
     return bool(contract.prices or contract.budget_money is not None
@@ -137,7 +132,8 @@ def spend(channels: list[tuple[str, list[Any]]], contract: Any) -> dict[str, Any
     """The spend of every file by component and by group (tokaudit_group_by's values), in
     the prices' currency: what the outputs show and budget_money judges."""
     table = load_table(contract.prices) if contract.prices else None
-    default = default_prices(contract)
+    default = Prices(contract.price_input_per_mtok, contract.price_cached_input_per_mtok,
+                     contract.price_output_per_mtok)
     tokens = dict.fromkeys(COMPONENTS, 0)
     cost: dict[str, float | None] = dict.fromkeys(COMPONENTS)  # None: no price for it
     groups: dict[tuple[str, ...], dict[str, Any]] = {}
@@ -180,8 +176,21 @@ def amount(value: float | None) -> str:
     return f"${value:,.2f}" if value >= 1 or value == 0 else f"${value:.4f}"
 
 
+def of_run(files: Sequence[Any], contract: Any) -> dict[str, Any] | None:
+    """A run's spend (spend() of its file summaries' channels) for the outputs: None when
+    unpriced, {"error": ...} when the price table cannot be used."""
+    if not priced(contract):
+        return None
+    try:
+        return spend([(s.path, s.channels.get(CHANNEL, [])) for s in files], contract)
+    except PriceError as exc:
+        return {"error": str(exc)}
+
+
 def lines(result: dict[str, Any]) -> list[str]:
     """The spend as text lines (terminal, Markdown): by component, then by group."""
+    if "error" in result:
+        return [f"spend: {result['error']}"]
     comps = result["components"]
     parts = [f"{name.replace('_', ' ')} {comps[name]['tokens']:,} tokens {amount(comps[name]['cost'])}"
              for name in COMPONENTS]

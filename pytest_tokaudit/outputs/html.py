@@ -28,10 +28,6 @@ from ..base import svg
 from ..base.atomic import check_writable, put
 from ..base.formats import location
 from ..base.text import plural, record_label
-from ..model.spend import CHANNEL as SPEND
-from ..model.spend import PriceError, priced
-from ..model.spend import spend as spend_of
-from ..model.spend import lines as spend_text
 from ..model.contract import KEYS, Contract, money
 from ..model.figures import (
     MASK,
@@ -55,6 +51,8 @@ from ..model.rules import (
     signed_difference,
     tolerance_text,
 )
+from ..model.spend import of_run
+from ..model.spend import lines as spend_text
 from ..model.summary import GROUPS, PROPERTY, FileSummary, label, totals
 from ..run.keys import RESULT
 from .session import SessionFile
@@ -443,11 +441,9 @@ def build(files: list[FileSummary], outcomes: Sequence[Outcome], contract: Contr
         "plots": [pid for pid, _, _ in plots],
         "focus": [p for p, _, _ in focus_plots],
     }
-    if priced(contract):  # money by component and by group (model/spend.py)
-        try:
-            data["spend"] = spend_of([(s.path, s.channels.get(SPEND, [])) for s in files], contract)
-        except PriceError as exc:
-            data["spend"] = {"error": str(exc)}
+    money_spent = of_run(files, contract)  # by component and by group (model/spend.py)
+    if money_spent is not None:
+        data["spend"] = money_spent
     return _page(data, plots, focus_plots, words, kind, contract, outcomes, title)
 
 
@@ -649,13 +645,6 @@ def _page(data: dict[str, Any], plots: list[tuple[str, str, str]],
 
 
 # -- the pytest side --------------------------------------------------------------------------
-def page_of(result: RunResult, exitstatus: int, title: str) -> str:
-    return build(result.files, result.outcomes, result.contract, exitstatus,
-                 result.coverage.partial, anchor=result.anchor,
-                 baseline=result.baseline_files, baseline_name=result.baseline_name,
-                 changes=result.baseline, title=title)
-
-
 def write_page(path: Path, text: str) -> str | None:
     """Write atomically; None, or why it could not be written (never raises for that)."""
     return put(path, text.encode("utf-8", "surrogatepass"), "the HTML report")
@@ -665,7 +654,10 @@ class HtmlReport(SessionFile):
     what = "HTML report"
 
     def write(self, result: RunResult, exitstatus: int) -> str | None:
-        page = page_of(result, exitstatus, self.config.rootpath.name)
+        page = build(result.files, result.outcomes, result.contract, exitstatus,
+                     result.coverage.partial, anchor=result.anchor,
+                     baseline=result.baseline_files, baseline_name=result.baseline_name,
+                     changes=result.baseline, title=self.config.rootpath.name)
         return write_page(Path(self.config.invocation_params.dir, self.path), page)
 
 

@@ -9,8 +9,7 @@ import pytest
 
 from ..base.atomic import check_writable, write
 from ..model.result import RunResult
-from ..model.spend import CHANNEL as SPEND
-from ..model.spend import PriceError, priced, spend
+from ..model.spend import of_run
 from .session import SessionFile
 
 
@@ -26,12 +25,9 @@ class JsonReport(SessionFile):
         data["coverage"] = result.coverage.to_json()
         data["contract_files"] = contract_files(result.contract)  # its paths' bytes (merge)
         data["cache"] = result.cache  # which items were reused
-        if priced(result.contract):  # money by component and by group (model/spend.py)
-            try:
-                data["spend"] = spend([(s.path, s.channels.get(SPEND, [])) for s in result.files],
-                                      result.contract)
-            except PriceError as exc:
-                data["spend"] = {"error": str(exc)}
+        spent = of_run(result.files, result.contract)  # money by component and by group
+        if spent is not None:
+            data["spend"] = spent
         return write(Path(self.config.invocation_params.dir, self.path), data)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:  # not trylast: first

@@ -17,11 +17,10 @@ import pytest
 from ..base.formats import place
 from ..base.text import plural, printable, record_label, workspace_path
 from ..engine.failure import entries
-from ..model.spend import CHANNEL as SPEND
-from ..model.spend import priced, spend
-from ..model.spend import lines as spend_text
 from ..model.contract import money
 from ..model.result import RunResult
+from ..model.spend import of_run
+from ..model.spend import lines as spend_text
 from ..model.summary import FileSummary
 from .session import SessionFile
 
@@ -161,8 +160,8 @@ class JobSummary(SessionFile):
             result.anchor, lambda n: money(n, contract),
             lambda rel: workspace_path(self.config.rootpath, rel, os.environ.get("GITHUB_WORKSPACE")),
         )
-        if priced(contract):  # money by component and by group (model/spend.py)
-            spent = spend([(s.path, s.channels.get(SPEND, [])) for s in result.files], contract)
+        spent = of_run(result.files, contract)  # money by component and by group (model/spend.py)
+        if spent is not None:
             text += "\n### Spend\n\n" + "".join(f"- {cell(line.strip())}\n"
                                                 for line in spend_text(spent)) + "\n"
         return append(self.path, text)

@@ -12,8 +12,7 @@ from ..engine.failure import finding_line
 from ..model.contract import Contract, money
 from ..model.result import RunResult
 from ..model.rules import count_within, signed_difference
-from ..model.spend import CHANNEL as SPEND
-from ..model.spend import PriceError, priced, spend
+from ..model.spend import of_run
 from ..model.spend import lines as spend_text
 from ..model.summary import GROUPS, WORST, FileSummary, label, totals
 from ..run.keys import RESULT
@@ -56,12 +55,8 @@ def prompt_table(summaries: list[Any], contract: Any) -> list[str]:
 
 def spend_lines(summaries: list[Any], contract: Any) -> list[str]:
     """Spend by component and by group (model/spend.py), when prices are set."""
-    if not priced(contract):
-        return []
-    try:
-        return ["", *spend_text(spend([(s.path, s.channels.get(SPEND, [])) for s in summaries], contract))]
-    except PriceError as exc:
-        return ["", f"spend: {exc}"]
+    spent = of_run(summaries, contract)
+    return [] if spent is None else ["", *spend_text(spent)]
 
 
 RED: dict[str, bool] = {"red": True}
@@ -133,12 +128,9 @@ def bounded(summaries: list[FileSummary], limit: int | None) -> tuple[list[FileS
     return bad + keep, len(good) - len(keep)
 
 
-def summary_lines(
-    summaries: list[FileSummary], contract: Contract, limit: int | None = None,
-    width: int | None = None,
-) -> list[str]:
+def summary_lines(summaries: list[FileSummary], contract: Contract) -> list[str]:
     """The summary as plain lines (the merge command prints these)."""
-    return [text for text, _ in styled_summary(summaries, contract, limit, width)]
+    return [text for text, _ in styled_summary(summaries, contract)]
 
 
 def styled_summary(
