@@ -25,13 +25,7 @@ class Finding:
     allowable: bool = False
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "check": self.check,
-            "message": self.message,
-            "line": self.line,
-            "record_id": self.record_id,
-            "allowable": self.allowable,
-        }
+        return {name: getattr(self, name) for name in self.__slots__}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Finding:

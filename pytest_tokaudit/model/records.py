@@ -92,12 +92,19 @@ class ReadOnlyRecord:
         def count(self) -> int: ...
         @property
         def n_ids(self) -> int: ...
+        def count_each(self, tokens: tuple[int, ...]) -> list[int]: ...
 
     def __setattr__(self, name: str, value: Any) -> None:
         read_only(name)
 
     def __delattr__(self, name: str) -> None:
         read_only(name)
+
+    def occurrences(self, token: int) -> int:
+        return self.count_each((token,))[0]
+
+    def finding(self, check: str, message: str, allowable: bool = False) -> Finding:
+        return Finding(check, message, self.line, self.id, allowable)
 
 
 class Record(ReadOnlyRecord):
@@ -145,9 +152,6 @@ class Record(ReadOnlyRecord):
             return self._text.last()
         return self._ids[-1] if self._ids else None
 
-    def occurrences(self, token: int) -> int:
-        return self.count_each((token,))[0]
-
     def count_each(self, tokens: tuple[int, ...]) -> list[int]:
         if self._ids is None and self._text is not None:
             return self._text.count_each(tokens)
@@ -159,9 +163,6 @@ class Record(ReadOnlyRecord):
         if self._ids is None and self._text is not None:
             return bytes(self._text.text)
         return fastids.canonical(self._ids or [])
-
-    def finding(self, check: str, message: str, allowable: bool = False) -> Finding:
-        return Finding(check, message, self.line, self.id, allowable)
 
 
 class TextRecord(Record):
@@ -326,9 +327,6 @@ class ColumnRecord(ReadOnlyRecord):
                                  "id, count, n_ids, ids, last_id, count_each and field_values only")
         return self._whole()
 
-    def occurrences(self, token: int) -> int:
-        return self.count_each((token,))[0]
-
     @property
     def ids(self) -> list[int]:
         return self._flat[self._start:self._end].tolist()
@@ -345,9 +343,6 @@ class ColumnRecord(ReadOnlyRecord):
             pass
         ids = self._flat[self._start:self._end]
         return [int((ids == t).sum()) for t in tokens]
-
-    def finding(self, check: str, message: str, allowable: bool = False) -> Finding:
-        return Finding(check, message, self.line, self.id, allowable)
 
 
 class LightRow:

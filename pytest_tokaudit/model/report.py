@@ -15,6 +15,7 @@ from typing import Any, Iterator, NoReturn, TypeGuard
 import orjson
 
 from .. import __version__
+from ..base.findings import shown
 from ..base.formats import location
 from .contract import Contract
 from .rules import signed_difference
@@ -410,9 +411,7 @@ class _Checker:
         self.name = name
 
     def fail(self, at: str, what: str, value: Any) -> NoReturn:
-        got = repr(value)
-        got = got if len(got) <= 60 else got[:57] + "..."
-        raise ReportError(f"{self.name}: {at} must be {what}, got {got}")
+        raise ReportError(f"{self.name}: {at} must be {what}, got {shown(value, 60)}")
 
     def object(self, at: str, value: Any) -> dict[str, Any]:
         if not isinstance(value, dict):
