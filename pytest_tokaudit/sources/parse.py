@@ -254,42 +254,42 @@ def parse_line(
             obj = load_object(raw)
         except _Invalid as exc:
             return Rejected([Finding("json", str(exc), line)])
-        if type(obj) is not dict:
-            return Rejected([Finding("json", f"expected a JSON object, found {_type_name(obj)}", line)])
+        found = parse_object(obj, line, contract)
+        if type(found) is Rejected and type(obj) is dict and _big_floats(obj, contract):
+            return _exactly(raw, line, contract)
+        return found
+    # The ids were cut out of `obj` (fastids): the rest as parse_object judges it.
     if contract.where:
         flag = get_path(obj, contract.where)
         if flag is MISSING or not flag:
             return SKIPPED
     if contract.requests and (why := error_of(obj)) is not None:  # counted apart
-        # The whole object: the ids were cut out of `obj`.
-        return error_line(obj if cut is None else load_object(raw), contract, why)
-    problems, record_id, count, ids = judge_fields(obj, contract, cut is None)
+        return error_line(load_object(raw), contract, why)
+    problems, record_id, count, _ = judge_fields(obj, contract, False)
     if problems and _big_floats(obj, contract):
-        # Maybe an integer past 64 bits, which orjson reads as a float: read it exactly.
-        try:
-            obj = _load_exact(raw)
-        except _Invalid as exc:  # only nesting orjson allows and the stdlib does not
-            return Rejected([Finding("json", str(exc), line)])
-        cut = None
-        problems, record_id, count, ids = judge_fields(obj, contract, True)
+        return _exactly(raw, line, contract)
     texts = None
     if contract.text_template is not None:
         texts = template_texts(obj, contract, problems)
     if problems:
-        if cut is not None:  # the ids were cut out: the whole object, for batch hooks
-            try:
-                obj = load_object(raw)
-            except _Invalid:  # cannot be: the cut line parsed
-                pass
+        try:  # the whole object, for batch hooks
+            obj = load_object(raw)
+        except _Invalid:  # cannot be: the cut line parsed
+            pass
         return rejected(obj, contract, problems, line, record_id, count)
     if texts is not None:
-        if cut is None:
-            return TextRecord(line, obj, record_id, count, ids, texts=texts)
         return TextRecord(line, obj, record_id, count, None, cut[1], contract.ids_field[0],
                           texts=texts)
-    if cut is None:
-        return Record(line, obj, record_id, count, ids)
     return Record(line, obj, record_id, count, None, cut[1], contract.ids_field[0])
+
+
+def _exactly(raw: bytes, line: int, contract: Contract) -> Record | Rejected | Skipped | ErrorLine:
+    """A line whose fields failed with a float past 2**53: maybe an integer past 64 bits,
+    which orjson reads as a float; judged again read exactly."""
+    try:
+        return parse_object(_load_exact(raw), line, contract)
+    except _Invalid as exc:  # only nesting orjson allows and the stdlib does not
+        return Rejected([Finding("json", str(exc), line)])
 
 
 def parse_object(obj: Any, line: int, contract: Contract) -> Record | Rejected | Skipped | ErrorLine:
