@@ -1,40 +1,14 @@
-"""JSONL in chunks: each line parsed by simdjson with its ids straight into an int64
-buffer, the built-in checks run over the chunk's columns with numpy, and every other line
-left to the per-line path.
+"""JSONL in chunks: one simdjson parse per chunk, the contract's fields read into columns
+(the ids as one int64 buffer, never Python ints), the built-in checks run over the chunk by
+the kernel (kernel.py), and every other line left to the per-line path (plain.PlainPass),
+which words every finding.
 
-A part is read in chunks of about CHUNK bytes cut at newlines (`pieces`, which cuts lines and
-byte ranges exactly as reader.Lines does). Each line of a chunk is parsed with simdjson; the
-contract's fields are read from it (the ids as one int64 buffer, never as Python ints), and
-the count and structure checks run over the whole chunk at once. A record that passes them
-is folded into the summary in bulk. Every other line goes through audit.PlainPass, the exact
-per-line path, which words every finding: a record with any finding, a line that is not
-exactly `{...}` (blank, CRLF, a byte order mark, white space around it), a line simdjson
-refuses, a key given twice in an object a field is read from (simdjson reads the first,
-orjson the last), a nested list among the ids, an id that is not an int64, a count or id of
-another type or missing. Nested fields (`usage.completion_tokens`, `choices.0.ids`) and a
-count formula are read by `_Paths`, step by step as base.fields.get_path reads them.
-
-The batch hooks get each run of clean records as light records carrying what their
-`reads(contract)` declares (checks/__init__.py): line, id, count, n_ids, the ids (from the
-int64 buffer: the round trip, unique_text) and field values (`field_values`: group_by, the
-finish reasons, read only as scalars). A record whose finish reason tokaudit_finish_reason
-does not allow goes to the per-line path, which words the finding.
-
-With a text template (tokaudit_text_template) a record's ids come from its text: `_Paths`
-reads the placeholders' texts (an optional one missing or null: ''), the chunk's texts are
-encoded in one batch by template.encode_texts (as the per-line path's template.rebuild
-encodes them) into the flat int64 ids the kernel folds. A record whose text field is
-missing, null or not a string, whose text holds a special token's string (special_in_text)
-or that stores ids beside its text (ids_match_text) goes to the per-line path.
-
-A check of the user's (a per-record hook, or a batch hook that does not declare what it
-reads within LIGHT) gets every parsed record whole (the kernel's full mode: `record.data`
-read on demand, the line's object as the per-line path reads it; its ids the ones the
-template rebuilt), as does the prompt audit of messages inside the records (the join,
-prices and the prompt audit of requests read declared fields). A token past int64 takes
-the per-line path. Parts under
-MIN_BYTES (TEXT_MIN_BYTES with a text template) stay on the per-line path: importing numpy
-costs ~50-110 ms (docs/performance.md).
+`pieces` cuts a part into chunks at newlines exactly as reader.Lines cuts lines and byte
+ranges; `_Paths` reads nested fields and count formulas step by step as
+base.fields.get_path does. What goes to the per-line path, what the batch hooks get, text
+templates and the full mode (a check of the user's): docs/how-it-works.md, "Large JSONL
+parts take a columnar path". Parts under MIN_BYTES (TEXT_MIN_BYTES with a text template)
+stay on the per-line path: importing numpy costs ~50-110 ms (docs/performance.md).
 TOKAUDIT_COLUMNAR=0 forces the per-line path (the tests' oracle); =1 uses this one whenever
 it is valid, whatever the part's size.
 """
