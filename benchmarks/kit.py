@@ -175,7 +175,10 @@ def run_once(argv: list[str], cwd: Path, env: dict[str, str], timeout: float) ->
         return dict(
             wall=wall,
             cpu=usage.ru_utime + usage.ru_stime,
-            rss=max(peak[0] / 2**20, usage.ru_maxrss / 1024),
+            # Not ru_maxrss where the tree was sampled: a forked child keeps its parent's
+            # high-water mark through exec (a runner that generated data in process made
+            # every row read ~600 MiB).
+            rss=peak[0] / 2**20 if peak[0] else usage.ru_maxrss / 1024,
             rc=-9 if killed else p.returncode,
             out=fo.read().decode(errors="replace"),
             err=fe.read().decode(errors="replace"),

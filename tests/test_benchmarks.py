@@ -84,3 +84,15 @@ def test_the_cases_of_outputs_and_the_whole_bill_run_through_public_commands(tmp
     assert rows["merge", "merge, 50,000 ids packed"]["command"][-1] == "big.json"
     assert rows["join", "pytest --tokaudit -n 0, joined to 10,000 requests"]["findings"] == "0"
     assert "peak RSS MiB" in r.stdout
+
+
+def test_a_rows_peak_memory_is_its_own_not_the_runners(tmp_path: Path) -> None:
+    # A forked child keeps its parent's RSS high-water mark through exec: a runner that
+    # had generated data in process made every row read its size.
+    from benchmarks.kit import run_once
+
+    ballast = bytearray(300 << 20)
+    ballast[::4096] = b"\x01" * len(range(0, len(ballast), 4096))  # touch every page
+    row = run_once([sys.executable, "-c", "import time; time.sleep(0.3)"], tmp_path, dict(os.environ), 60)
+    assert row["rc"] == 0 and 0 < row["rss"] < 150, row["rss"]
+    del ballast
