@@ -7,8 +7,8 @@ row's slice; billed counts, record ids and where flags are read as Python values
 kernel cannot take (a null, a value out of range, a row over the record limit) is worded
 one at a time by the JSONL reader's functions (`_Batches.judge`). A check of the user's
 gets every row whole (the kernel's full mode: `record.data` read on demand); the fields a
-built-in batch hook reads (group_by, the join id) ride on the light rows as columns. With a text template (the ids come from the tokenizer),
-without numpy, or with a token past int64, each row is a record for the per-line path.
+built-in batch hook reads (group_by, the join id) ride on the light rows as columns. With a text template (the ids come from the tokenizer)
+or without numpy, each row is a record for the per-line path.
 
 Rows are numbered from 1 within the file and shown as `path:row N`. A large file is split
 across xdist workers by row groups; a shard's rows are numbered within it until the
@@ -267,10 +267,7 @@ def _plan(contract: Contract, hook: Any) -> tuple[Plan, bool] | None:
         import numpy  # noqa: F401 - optional to pyarrow
     except ImportError:
         return None
-    declared = declarations(contract, hook)
-    if declared is None:  # a token past int64
-        return None
-    record, fields, light, full = declared
+    record, fields, light, full = declarations(contract, hook)
     names = {getattr(i.plugin, "native_key", None) for i in record}
     return Plan("count" in names, "structure" in names, "finish_reason" in names,
                 fields=() if full else fields, ids=not full and "ids" in light), full

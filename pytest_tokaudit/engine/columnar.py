@@ -32,7 +32,7 @@ from ..sources.base import LfsPointer, ReadError
 from ..sources.jsonl import JSON_WS, line_range, read_chunks
 from ..sources.parse import load_object
 from .observers import NONE, Observers
-from .kernel import I64_MAX, Kernel
+from .kernel import Kernel
 from .plain import PlainPass, read_error_text
 from .template import encode_texts, plan_for
 
@@ -86,10 +86,7 @@ def plan(path: Any, contract: Contract, hook: Any, start: int = 0, end: int | No
     mode = os.environ.get(ENV, "")
     if mode == "0":
         return None
-    declared = declarations(contract, hook)
-    if declared is None:
-        return None
-    record, fields, light, full = declared
+    record, fields, light, full = declarations(contract, hook)
     if contract.text_template is not None:
         floor = TEXT_MIN_BYTES
     elif "numpy" in sys.modules and "simdjson" in sys.modules:
@@ -109,15 +106,12 @@ def plan(path: Any, contract: Contract, hook: Any, start: int = 0, end: int | No
 
 
 def declarations(contract: Contract, hook: Any
-                 ) -> tuple[list[Any], tuple[tuple[str, ...], ...], set[str], bool] | None:
+                 ) -> tuple[list[Any], tuple[tuple[str, ...], ...], set[str], bool]:
     """What the checks declare (checks/), for both plans: the per-record hooks, the fields
     the batch hooks `reads` (paths), their other names, and whether some check needs whole
     records (a per-record check without `native(contract)`, a batch hook without `reads`
     or reading more than LIGHT, any hook where `hook` is no pluggy hook relay: who is
-    called cannot be told); None where a token does not fit int64."""
-    tokens = contract.require_once_ids + contract.require_last_ids + contract.forbid_ids
-    if any(t > I64_MAX for t in tokens):
-        return None
+    called cannot be told)."""
     try:
         record = hook.pytest_tokaudit_check_record.get_hookimpls()
         batch = hook.pytest_tokaudit_check_batch.get_hookimpls()

@@ -61,8 +61,6 @@ def plan(contract: Contract, hook: Any) -> Any:
     if any(len(f) != 1 for f in fields) or len({f[0] for f in fields}) != len(fields):
         return None
     declared = declarations(contract, hook)
-    if declared is None:
-        return None
     full = declared[3] or bool(declared[1]) or not declared[2] <= LIGHT - {"ids"}
     try:
         import numpy  # noqa: F401

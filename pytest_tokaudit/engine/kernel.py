@@ -60,6 +60,7 @@ class Kernel:
         self.np = numpy
         self.contract, self.how, self.plain, self.summary, self.hook = (
             contract, how, plain, summary, hook)
+        # int64 holds every token id: a contract's are u32 (model/values.MAX_TOKEN_ID).
         self.tokens = (contract.require_once_ids + contract.forbid_ids) if how.structure_check else ()
         self.last = numpy.array(contract.require_last_ids, dtype=numpy.int64)
         # What a source may write in the cells of `flat` between two rows' ids.
