@@ -32,6 +32,7 @@ import pytest
 from ..base.atomic import check_writable, replacing
 from ..base.findings import Finding
 from ..base.formats import location
+from ..base.text import plural
 from ..engine.observers import entries
 from ..model.result import RunResult
 from ..model.summary import BIG_INT, PROPERTY
@@ -172,8 +173,8 @@ class Merge(SessionFile):
         return error
 
     def shown(self) -> str:
-        return (f"{self.config.getoption('tokaudit_failures')} "
-                f"({self.count:,} finding{'s' if self.count != 1 else ''} at records)")
+        path = self.config.getoption("tokaudit_failures")
+        return f"{path} ({plural(self.count, 'finding')} at records)"
 
 
 def blocks(part: Path) -> list[dict[str, Any]]:

@@ -19,7 +19,7 @@ from typing import Any, Iterator
 import pytest
 
 from ..base.formats import has_lines, place
-from ..base.text import printable, record_label, workspace_path
+from ..base.text import plural, printable, record_label, workspace_path
 from ..engine.failure import entries
 from ..model.result import MARKER
 from ..model.summary import FileSummary
@@ -83,7 +83,7 @@ def workflow_commands(config: pytest.Config, files: list[FileSummary], outcomes:
             level = "error" if s.failing else "warning"
             yield command(
                 level,
-                f"{more:,} more finding{'s' if more != 1 else ''} in this file not annotated "
+                f"{plural(more, 'more finding')} in this file not annotated "
                 f"(tokaudit_max_shown = {s.max_shown}; --tokaudit-failures=PATH lists every one)",
                 path, None if rows else 1, "tokaudit",
             )

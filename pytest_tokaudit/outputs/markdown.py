@@ -68,8 +68,8 @@ def build(files: list[FileSummary], outcomes: list[Any], id_field: tuple[str, ..
     unreadable = sum(s.unreadable for s in files)
     errors = sum(s.errors for s in files)  # an API's error lines (tokaudit_requests)
     apart = ([f"{unreadable:,} unreadable"] if unreadable else []) \
-        + ([f"{errors:,} error line{'s' if errors != 1 else ''}"] if errors else [])
-    line = (f"{len(files):,} data file{'s' if len(files) != 1 else ''}, "
+        + ([plural(errors, "error line")] if errors else [])
+    line = (f"{plural(len(files), 'data file')}, "
             f"{plural(records, 'record')} audited"
             + (f" ({' and '.join(apart)} not among them)" if apart else "")
             + f", {len(bad):,} failing, {plural(findings, 'finding')}; "
@@ -105,8 +105,7 @@ def build(files: list[FileSummary], outcomes: list[Any], id_field: tuple[str, ..
                 out.append(f"- ... and {rest:,} more")
         out.append("")
     if good:
-        out += [f"<details><summary>{len(good):,} file{'s' if len(good) != 1 else ''} "
-                "passed</summary>", ""]
+        out += [f"<details><summary>{plural(len(good), 'file')} passed</summary>", ""]
         out += table(good[:ROWS], shown)
         if len(good) > ROWS:
             out += ["", f"... and {len(good) - ROWS:,} more"]

@@ -222,8 +222,8 @@ class RunMeter:
                          f"{_duration(elapsed)} ({_size(rate)}/s){eta}")
         else:
             parts.append(f"{_size(done)} in {_duration(elapsed)}")
-        return (f"tokaudit: {', '.join(parts)}; {len(self.done):,} of {items:,} "
-                f"item{'s' if items != 1 else ''} done{now}")
+        return (f"tokaudit: {', '.join(parts)}; {len(self.done):,} of "
+                f"{plural(items, 'item')} done{now}")
 
 
 class ItemTicks:

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from ..base.formats import location
-from ..base.text import columns, printable
+from ..base.text import columns, plural, printable
 from ..engine.failure import finding_line
 from ..model.contract import Contract, money
 from ..model.result import RunResult
@@ -187,8 +187,7 @@ def summary_table(
     table = columns(header, rows, right=set(range(1, len(header))))
     out: list[Styled] = [(table[0], PLAIN), *zip(table[1:], marks)]
     if hidden:
-        out.append((f"... and {hidden:,} more file{'s' if hidden != 1 else ''} passed "
-                    "(-v lists every file)", PLAIN))
+        out.append((f"... and {plural(hidden, 'more file')} passed (-v lists every file)", PLAIN))
     return out
 
 
