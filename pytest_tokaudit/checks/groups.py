@@ -22,8 +22,8 @@ from ..model.summary import label, totals, writable
 NONE = "(none)"
 
 
-def _value(record: Any, path: tuple[str, ...]) -> str:
-    value = field_value(record, path)
+def group_text(value: Any) -> str:
+    """A group field's value as a group's key names it: its text, NONE when there is none."""
     if value is MISSING or value is None:
         return NONE
     return value if type(value) is str else repr(value)
@@ -54,7 +54,7 @@ class GroupCheck:
         figures = writable(summary).group_figures if writable(summary).plotted else None
         finish = contract.finish_reason_field
         for r in records:
-            key = tuple(_value(r, p) for p in paths)
+            key = tuple(group_text(field_value(r, p)) for p in paths)
             entry = index.get(key)
             if entry is None:
                 entry = index[key] = [list(key), 0, 0, 0, 0]
@@ -68,7 +68,7 @@ class GroupCheck:
             fig = figures.get(key)
             fig.add(r.line, r.id, r.count, r.n_ids)
             if finish:
-                reason = _value(r, finish)
+                reason = group_text(field_value(r, finish))
                 if reason != NONE:
                     fig.add_finish(reason)
         return None

@@ -29,7 +29,7 @@ from ..model.records import field_value
 from ..model.summary import label, totals, writable
 from ..sources.parse import sum_terms
 from ..tokenizers.chat import chat_for, conversation
-from .groups import NONE
+from .groups import group_text
 from .join import error_of, id_hash, index_for, record_data
 from .record import count_finding
 
@@ -65,11 +65,7 @@ def billed_prompt(get: Callable[[tuple[str, ...]], Any], formula: tuple[str, ...
 def group_key(get: Callable[[tuple[str, ...]], Any], paths: list[tuple[str, ...]]) -> tuple[str, ...]:
     """A record's group: the text of each `tokaudit_group_by` field (NONE when it has none),
     as the prompt audit and the money by component both key their tables."""
-    out = []
-    for path in paths:
-        value = get(path)
-        out.append(NONE if value is MISSING or value is None else value if type(value) is str else repr(value))
-    return tuple(out)
+    return tuple(group_text(get(path)) for path in paths)
 
 
 class PromptCheck:
@@ -165,9 +161,8 @@ class PromptCheck:
     def pytest_tokaudit_check_file(self, summary, contract):
         if not contract.audits_prompts:
             return None
-        groups = totals([[key, n, b, c, d] for key, n, b, c, d, _ in summary.channels.get(CHANNEL, ())])
-        uncountable = sum(e[5] for e in summary.channels.get(CHANNEL, ()))
-        n, billed, _, absdiff = (sum(v[i] for v in groups.values()) for i in range(4))
+        groups = totals(summary.channels.get(CHANNEL, []))
+        n, billed, _, absdiff, uncountable = (sum(v[i] for v in groups.values()) for i in range(5))
         out = []
         if not n and uncountable:
             out.append(Finding("prompt_count", f"no prompt could be counted: {uncountable:,} "
@@ -177,7 +172,7 @@ class PromptCheck:
         if why:
             out.append(Finding("prompt_count_mean", f"prompt {why}"))
         if len(groups) > 1:
-            for key, (gn, gb, _, gd) in sorted(groups.items()):
+            for key, (gn, gb, _, gd, _) in sorted(groups.items()):
                 why = judge.mean_breach(gn, gb, gd)
                 if why:
                     out.append(Finding("prompt_count_mean",

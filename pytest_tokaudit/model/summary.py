@@ -562,10 +562,11 @@ def writable(summary: FileSummary | SummaryView) -> FileSummary:
 
 
 def totals(values: list[Any]) -> dict[tuple[str, ...], list[int]]:
-    """The channel's entries folded by group: values -> [records, billed, counted, |diff|]."""
+    """A channel's entries folded by group: values -> the sums of their numbers ([records,
+    billed, counted, |diff|] for GROUPS; the prompt audit's add the uncountable records)."""
     out: dict[tuple[str, ...], list[int]] = {}
     for key, *numbers in values:
-        acc = out.setdefault(tuple(key), [0, 0, 0, 0])
+        acc = out.setdefault(tuple(key), [0] * len(numbers))
         for i, n in enumerate(numbers):
             acc[i] += n
     return out

@@ -37,12 +37,7 @@ def group_table(summaries: list[Any], contract: Any) -> list[str]:
 def prompt_table(summaries: list[Any], contract: Any) -> list[str]:
     """The prompt audit by group over every file: records counted, mean billed and counted
     prompt tokens, mean |diff|, and the records the template cannot count (images, audio)."""
-    acc: dict[tuple[str, ...], list[int]] = {}
-    for s in summaries:
-        for key, *numbers in s.channels.get(PROMPT, []):
-            row = acc.setdefault(tuple(key), [0, 0, 0, 0, 0])
-            for i, n in enumerate(numbers):
-                row[i] += n
+    acc = totals([e for s in summaries for e in s.channels.get(PROMPT, [])])
     rows = []
     for key, (n, billed, counted, absdiff, uncountable) in sorted(acc.items()):
         pct = f" ({absdiff / billed:.2%})" if billed else ""
