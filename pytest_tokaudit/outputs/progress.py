@@ -45,12 +45,6 @@ INI_KEYS = (INI,)  # declared here, known to the check of key names (plugin.py)
 DEFAULT = "5"
 
 
-def add_ini(parser: pytest.Parser) -> None:
-    # A number or a text, as the contract's keys: a native TOML table may hold 5 or "5".
-    parser.addini(INI, "tokaudit: seconds between progress lines of a long run "
-                       f"(0: none; default: {DEFAULT})", type=ini_type("float"), default=DEFAULT)
-
-
 def interval(config: pytest.Config) -> float:
     try:
         with warnings.catch_warnings():  # a TOML list in [tool.pytest.ini_options]: below
@@ -151,8 +145,7 @@ class RunMeter:
     def __init__(self, every: float, emit: Callable[[str], None],
                  clock: Callable[[], float] = time.monotonic):
         self.every, self.emit, self.clock = every, emit, clock
-        self.began = clock()
-        self.due = self.began + every
+        self.begin()
         self.sizes: dict[str, int | None] = {}  # audit item node id -> bytes (None: unknown)
         self.done: set[str] = set()
         self.records = 0
@@ -163,8 +156,7 @@ class RunMeter:
         """The audit items selected, once collected: the clock starts (not at start-up,
         which xdist's workers make long, so the rate is the audit's)."""
         self.sizes = sizes
-        self.began = self.clock()
-        self.due = self.began + self.every
+        self.begin()
 
     def begin(self) -> None:
         """The audit starts now: what came before (an engine's start, a Ray cluster's
@@ -337,7 +329,10 @@ class WorkerProgress:
 
 
 def add_options(parser: pytest.Parser, group: pytest.OptionGroup) -> None:
-    add_ini(parser)  # not part of the contract: how often a long run says how far it got
+    # Not part of the contract: how often a long run says how far it got. A number or a
+    # text, as the contract's keys: a native TOML table may hold 5 or "5".
+    parser.addini(INI, "tokaudit: seconds between progress lines of a long run "
+                       f"(0: none; default: {DEFAULT})", type=ini_type("float"), default=DEFAULT)
 
 
 def configure(config: pytest.Config) -> None:
