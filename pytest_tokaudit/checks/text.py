@@ -81,16 +81,12 @@ class FinishReasonCheck:
                     figures.add_finish(value if type(value) is str else repr(value))
         if not contract.finish_reason or not contract.finish_reason_field:
             return None
-        out = []
+        out, field = [], contract.finish_reason_field
         for u in unusable:
-            why = self.why(u.data, contract) if u.data is not None else None
+            why = self.judge(get_path(u.data, field), contract) if u.data is not None else None
             if why:
                 out.append(Finding("finish_reason", why, u.line, u.id))
         return out
-
-    @staticmethod
-    def why(data: Any, contract: Any) -> str | None:
-        return FinishReasonCheck.judge(get_path(data, contract.finish_reason_field), contract)
 
     @staticmethod
     def judge(value: Any, contract: Any) -> str | None:
