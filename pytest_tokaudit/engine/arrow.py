@@ -336,7 +336,7 @@ class _Batches:
         self.errors = self.error_rows(batch, n) if contract.requests else {}
         # The fields the batch hooks read, as their light rows hold them (a scalar or
         # MISSING); a row with any other value is the per-line path's, as a JSONL line is.
-        field_cols = [(path, _field_values(batch, path, n)) for path in self.fields]
+        field_cols = [(path, _values(batch, path, n, MISSING)) for path in self.fields]
         unfit_fields = {r for path, values in field_cols for r, v in enumerate(values)
                         if not self.light_value(path, v)}
         columns = self.columns(ids) if self.kernel is not None else None
@@ -547,14 +547,9 @@ def _short(exc: Exception) -> str:
 _SCALARS = (str, int, float, bool, type(None))
 
 
-def _field_values(batch: Any, path: tuple[str, ...], n: int) -> list[Any]:
-    """A field's values as a JSONL twin's object holds them: MISSING where the file has no
-    such column, None where a row's is null (a nested one: the per-line path decides)."""
-    col = _column(batch, path)
-    return [MISSING] * n if col is MISSING else col.to_pylist()
-
-
-def _values(batch: Any, field: tuple[str, ...], n: int = 0) -> list[Any]:
-    """The Python values at a dotted path; [None] * n where the file has no such column."""
+def _values(batch: Any, field: tuple[str, ...], n: int = 0, absent: Any = None) -> list[Any]:
+    """The Python values at a dotted path; [absent] * n where the file has no such column
+    (MISSING for a field a batch hook reads, as a JSONL twin's object lacks it; a row's
+    null is None there too, and on a nested path the per-line path decides)."""
     col = _column(batch, field)
-    return [None] * n if col is MISSING else col.to_pylist()
+    return [absent] * n if col is MISSING else col.to_pylist()
