@@ -19,7 +19,7 @@ from ..base.findings import shown
 from ..base.formats import location
 from .contract import Contract
 from .rules import signed_difference
-from .summary import BUDGET, IDS, FileSummary
+from .summary import BUDGET, IDS, FileSummary, sums
 from .values import MAX_SHOWN, ContractError
 
 # 2: record ids moved into channels.ids; 3: runs of ids and lines packed (pack_runs).
@@ -168,16 +168,8 @@ def build(
         "format": FORMAT,
         "contract": contract.to_json(),
         "partial": partial,
-        "totals": {
-            "files": len(files),
-            "records": sum(s.records for s in files),
-            "audited": sum(s.audited for s in files),
-            "unreadable": sum(s.unreadable for s in files),
-            "errors": sum(s.errors for s in files),
-            "billed": sum(s.billed for s in files),
-            "counted": sum(s.counted for s in files),
-            "findings": sum(s.findings for s in files),
-        },
+        "totals": {"files": len(files), **sums(files, "records", "audited", "unreadable", "errors",
+                                                 "billed", "counted", "findings")},
         "files": [file_entry(s) for s in files],
         "dataset": [o.to_json() for o in outcomes],
     }

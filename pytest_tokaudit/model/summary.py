@@ -572,5 +572,10 @@ def totals(values: list[Any]) -> dict[tuple[str, ...], list[int]]:
     return out
 
 
+def sums(files: list[FileSummary], *names: str) -> dict[str, int]:
+    """Each named count summed over files, by name (the reports' totals)."""
+    return {name: sum(getattr(s, name) for s in files) for name in names}
+
+
 def label(fields: tuple[str, ...], key: tuple[str, ...]) -> str:
     return printable(", ".join(f"{f}={v}" for f, v in zip(fields, key)))

@@ -53,7 +53,7 @@ from ..model.rules import (
 )
 from ..model.spend import of_run
 from ..model.spend import lines as spend_text
-from ..model.summary import GROUPS, PROPERTY, FileSummary, label, totals
+from ..model.summary import GROUPS, PROPERTY, FileSummary, label, sums, totals
 from ..run.keys import RESULT
 from .session import SessionFile
 
@@ -416,14 +416,9 @@ def build(files: list[FileSummary], outcomes: Sequence[Outcome], contract: Contr
         "folders": folder_contracts(files),
         "dataset": [o.to_json() for o in outcomes],
         "totals": {"files": len(files), "failed": sum(s.failed for s in files),
-                   "records": sum(s.records for s in files),
-                   "audited": sum(s.audited for s in files), "checked": checked,
-                   "skipped": sum(s.skipped for s in files),
-                   "unreadable": sum(s.unreadable for s in files),
-                   "errors": sum(s.errors for s in files),
-                   "billed": sum(s.billed_total for s in files),
-                   "counted": sum(s.counted for s in files),
-                   "findings": sum(s.findings for s in files), "unlisted_findings": unlisted},
+                   **sums(files, "records", "audited", "checked", "skipped", "unreadable",
+                          "errors"), "billed": sum(s.billed_total for s in files),
+                   **sums(files, "counted", "findings"), "unlisted_findings": unlisted},
         "columns": FILE_COLUMNS,
         "files": [[s.path, s.records, s.audited, s.checked, s.failed, s.findings, s.billed_total,
                    s.counted, s.absdiff, s.max_absdiff, round(s.mean_ratio, 6), s.rt_checked,
