@@ -52,7 +52,7 @@ from .model.outcome import Outcome
 from .model.spend import PriceError, load_table
 from .model.summary import FileSummary
 from .sources.base import WHOLE, Part
-from .sources.jsonl import JSON_WS, max_line_bytes
+from .sources.jsonl import JSON_WS
 from .sources.parquet import ParquetUnavailable
 from .sources.parse import parse_object
 from .sources.remote import (
@@ -466,7 +466,7 @@ class RecordAudit(Iterator[AuditFinding]):
         self._found: deque[AuditFinding] = deque()
         self._recorder = _Collect(self._found)
         self._pass = PlainPass(self.contract, hook, self.file_summary, Observers(sink=self._recorder))
-        self._limit = max_line_bytes(self.contract)
+        self._limit = self.contract.max_line_bytes
         self._records = iter(records)
         self._batch = max(1, batch)
         self._pending = 0

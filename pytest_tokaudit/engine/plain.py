@@ -12,7 +12,7 @@ from ..model.records import SKIPPED, AuditedRecord, ErrorLine, Record, Rejected,
 from ..model.summary import FileSummary, SummaryView
 from ..sources.base import LfsPointer, ReadError
 from ..sources.frames import boundaries
-from ..sources.jsonl import Lines, is_compressed, max_line_bytes
+from ..sources.jsonl import Lines, is_compressed
 from ..sources.lines import rows_before
 from ..sources.parse import parse_line
 from .observers import NONE, Observers, Sink
@@ -42,7 +42,7 @@ class PlainPass:
         self.unusable: list[Unusable] = []
         self.batch_ids = 0
         self.flushes = 0  # batches checked so far (progress lines follow them)
-        self.limit = max_line_bytes(contract)
+        self.limit = contract.max_line_bytes
 
     def take(self, line: int, body: bytes | int) -> None:
         """One non-blank line: its body stripped of white space, or its size if too long."""

@@ -13,6 +13,7 @@ lines are counted with bytes.count, not a Python step per line.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import re
 import zlib
@@ -25,7 +26,6 @@ from typing import (
     cast,
 )
 
-from ..model.contract import Contract
 from . import lines
 from .base import (
     COMPRESSED,
@@ -55,11 +55,6 @@ def line_range(path: Any, start: int, end: int | None) -> tuple[int, int | None]
     """The byte range a line cutter applies to `read_chunks(path, start, ..., end)`: a
     compressed file's part comes out as exactly its own lines, a whole stream."""
     return (0, None) if is_compressed(path) else (start, end)
-
-
-def max_line_bytes(contract: Contract) -> int:
-    """The contract's line length limit (a contract key may provide it later)."""
-    return contract.max_line_bytes
 
 
 def _check_lfs(fh: BinaryIO) -> None:
@@ -164,7 +159,7 @@ class Lines:
                 base += len(first)
             else:
                 return
-            chunks = _chain(first, chunks)
+            chunks = itertools.chain((first,), chunks)
         line = 0
         # The current line: `lead` bytes of white space (counted, not kept), then `held`
         # bytes kept in `parts` from its first other byte on (`started`); `over` once it
@@ -235,16 +230,6 @@ class Lines:
         elif lead:
             line += 1
             self.lines, self.blank = line, self.blank + 1
-
-
-def _chain(
-    first: bytes | bytearray, rest: Iterator[bytes | bytearray]
-) -> Iterator[bytes | bytearray]:
-    yield first
-    yield from rest
-
-
-"""parse_line's answer for a record the `tokaudit_where` filter leaves out."""
 
 
 class JsonlSource:
