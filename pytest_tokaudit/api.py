@@ -44,10 +44,8 @@ from .checks.standalone import standalone_hook
 from .engine.observers import NONE, Observers, Recorder
 from .engine.passes import audit
 from .engine.plain import PlainPass, check_file
-from .engine.template import check_literals
 from .model import contract as _contract
 from .model.contract import KEYS, KEYS_BY_ATTR, PATH_ATTRS, TOKEN_ATTRS, ContractError, Key, money, source_text
-from .model.idindex import IdIndex
 from .model.outcome import Outcome
 from .model.spend import PriceError, load_table
 from .model.summary import FileSummary
@@ -225,6 +223,8 @@ def contract_from_values(raw: Mapping[str, tuple[Any, str, Path]], *,
     if contract.needs_tokenizer:
         contract.tokenizer_object()  # a bad directory is an error now, not per file
     if contract.text_template is not None:
+        from .engine.template import check_literals  # here: a run without a template skips it
+
         check_literals(contract.text_template, contract.tokenizer_object())
     if contract.audits_prompts:  # no chat template: an error now, not per file
         from .tokenizers.chat import check_template  # here: a run without prompts skips it
@@ -714,6 +714,8 @@ def judge(hook: Any, contract: _contract.Contract, files: Sequence[FileSummary],
     whole dataset (a passing check is then skipped)."""
     index = None
     if contract.unique_ids or contract.expected_ids:
+        from .model.idindex import IdIndex
+
         index = IdIndex()
         for summary in files:
             index.add(summary)

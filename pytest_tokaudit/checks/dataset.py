@@ -8,17 +8,19 @@ on the controller once every file is in, and by `python -m pytest_tokaudit merge
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..base.findings import implemented_by, shown
 from ..base.hooks import hookimpl
 from ..base.text import plural, printable
 from ..model.contract import Contract, money
-from ..model.idindex import IdIndex, ranges, read_manifest
 from ..model.outcome import Outcome
 from ..model.records import columns_of
 from ..model.summary import BUDGET, IDS, FileSummary, writable
 from ..sources.remote import manifest_path
+
+if TYPE_CHECKING:  # the id index loads only where ids are checked
+    from ..model.idindex import IdIndex
 
 MISSING_SHOWN = 10  # ranges of missing ids shown
 
@@ -249,6 +251,8 @@ class ExpectedIdsCheck:
             return None
         if dataset.partial:  # ids of files not audited would all look missing
             return Outcome.skipped(f"partial run: {dataset.partial}")
+
+        from ..model.idindex import ranges, read_manifest
 
         path = manifest_path(contract.expected_ids)  # a Path, or a file at a URL
         try:

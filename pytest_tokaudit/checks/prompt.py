@@ -28,7 +28,6 @@ from ..model.contract import Contract
 from ..model.records import field_value
 from ..model.summary import label, totals, writable
 from ..sources.parse import sum_terms
-from ..tokenizers.chat import chat_for, conversation
 from .groups import group_text
 from .join import error_of, id_hash, index_for, record_data
 from .record import count_finding
@@ -85,6 +84,8 @@ class PromptCheck:
     def pytest_tokaudit_check_batch(self, records, unusable, contract, summary):
         if not contract.audits_prompts:
             return None
+        from ..tokenizers.chat import chat_for, conversation
+
         chat = chat_for(contract.tokenizer, contract.trust_remote_code, contract.chat_template)
         judge = rules(contract)
         messages_path, tools_path = contract.prompt_fields

@@ -7,7 +7,6 @@ from typing import Any
 from ..base.fields import MISSING, get_path
 from ..base.findings import Finding
 from ..base.hooks import hookimpl
-from ..engine.template import first_difference, template_text
 from ..model.records import field_value
 from ..model.summary import writable
 
@@ -35,6 +34,8 @@ class IdsMatchTextCheck:
             ids = record.ids
             if ids == rebuilt:
                 continue
+            from ..engine.template import first_difference, template_text
+
             tok = tok or contract.tokenizer_object()
             text = template_text(record, contract, tok)
             out.append(record.finding(

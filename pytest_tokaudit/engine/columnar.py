@@ -21,7 +21,7 @@ import os
 import sys
 from array import array
 from pathlib import Path
-from typing import Any, Iterator, NamedTuple
+from typing import TYPE_CHECKING, Any, Iterator, NamedTuple
 
 from ..base.fields import LIST_INDEX, MISSING, CountSum
 from ..base.findings import Finding
@@ -32,9 +32,10 @@ from ..sources.base import LfsPointer, ReadError
 from ..sources.jsonl import JSON_WS, line_range, read_chunks
 from ..sources.parse import load_object
 from .observers import NONE, Observers
-from .kernel import Kernel
 from .plain import PlainPass, read_error_text
-from .template import encode_texts, plan_for
+
+if TYPE_CHECKING:  # the kernel loads with numpy, when a part takes this path
+    from .kernel import Kernel
 
 ENV = "TOKAUDIT_COLUMNAR"
 
@@ -275,6 +276,8 @@ class _Columns:
         # A text template: each row's ids are encoded from its texts, a chunk at a time.
         self.texts: Any = None
         if contract.text_template is not None:
+            from .template import plan_for
+
             self.tok = contract.tokenizer_object()
             self.texts = plan_for(contract.text_template, self.tok)
         self.row_fields: list[dict[tuple[str, ...], Any]] = []  # of the rows of the last chunk
@@ -466,6 +469,8 @@ class _Columns:
             odd = sorted(odd + list(nested))
         flat = None
         if self.texts is not None:  # the rows' texts encoded in one batch
+            from .template import encode_texts
+
             encoded = encode_texts(self.tok, self.texts, bufs)
             n_ids = [len(ids) for ids in encoded]
             flat = self.np.fromiter(itertools.chain.from_iterable(encoded), self.np.int64, sum(n_ids))
@@ -508,6 +513,8 @@ class _Columns:
 
     @functools.cached_property
     def kernel(self) -> Kernel:
+        from .kernel import Kernel
+
         return Kernel(self.contract, self.how, self.plain, self.summary, self.hook)
 
     def fold(self, cut: _Cut, n: int, line0: int, odd: list[int], rows: list[int],

@@ -16,7 +16,6 @@ from ..sources.jsonl import Lines, is_compressed
 from ..sources.lines import rows_before
 from ..sources.parse import parse_line
 from .observers import NONE, Observers, Sink
-from .template import rebuild
 
 # Records are checked in batches so batch hooks (the tokenizer round trip) amortise their
 # calls; the id budget bounds the memory a batch of parsed ids may take.
@@ -173,6 +172,8 @@ def check_batch(
     kernel (kernel.py) adds the counts of `counted` only and hooks `hooked` only."""
     if contract.text_template is not None and batch and counted is None:  # ids from the text
         # (first; the kernel's rows, `counted` given, had theirs encoded with the chunk)
+        from .template import rebuild  # a text template's tokenizer work, only then
+
         found.extend(rebuild(batch, contract))
     for record in batch if counted is None else counted:
         summary.add_counts(record.line, record.id, record.count, record.n_ids)

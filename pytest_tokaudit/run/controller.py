@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 
@@ -22,7 +22,6 @@ from ..checks.dataset import evaluate
 from ..engine.failure import whole_file_lines
 from ..engine.plain import check_file
 from ..model.contract import Contract
-from ..model.idindex import IdIndex
 from ..model.outcome import Outcome
 from ..model.report import pack_runs
 from ..model.result import Coverage, RunResult
@@ -51,6 +50,9 @@ from .items import (
 from .keys import RESULT
 from .remote import PLUGIN, source_of
 
+if TYPE_CHECKING:  # the id index loads only where ids are checked
+    from ..model.idindex import IdIndex
+
 
 # Why a sharded file whose every shard ran is not audited (Coverage.missing): not "not
 # selected", which a merge reads as another part's business (Coverage.union).
@@ -64,7 +66,11 @@ class Controller:
         self.config = config
         self.contract = contract
         self.summaries: dict[str, FileSummary] = {}  # nodeid -> the attempt kept
-        self.index = IdIndex() if contract.unique_ids or contract.expected_ids else None
+        self.index: IdIndex | None = None
+        if contract.unique_ids or contract.expected_ids:
+            from ..model.idindex import IdIndex
+
+            self.index = IdIndex()
         self.selected: set[str] = set()  # audit item node ids that were selected to run
         self.deferred_ids: list[str] = []  # under xdist: the deferred items to run here
         # data file node id -> ("path" or "url", where), from its audit items' reports
