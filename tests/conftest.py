@@ -15,6 +15,7 @@ import os
 import re
 import struct
 import sys
+import time
 import zlib
 from pathlib import Path
 from typing import Any, Iterable
@@ -22,6 +23,7 @@ from typing import Any, Iterable
 import pytest
 
 import forkrun
+from pytest_tokaudit.sources.digest import file_state
 
 # Token ids used by the record factory: structure tokens are given by the caller; the
 # filler never collides with them.
@@ -256,6 +258,14 @@ class TokProject:
     def jsonl(self, rel: str, items: Iterable[Any], **kw: Any) -> Path:
         """A data file from records/lines, compressed by its suffix."""
         return self.write(rel, compress(jsonl_bytes(items, **kw), rel))
+
+    def settle(self) -> None:
+        """Wait until every file here is older than the cache's racy window: a run that
+        stats a file sooner after its write stores no entry for it (sources/digest.file_state:
+        in doubt, audit again), so a test asserting that a later run reuses it waits first."""
+        files = [p for p in self.path.rglob("*") if p.is_file() and ".pytest_cache" not in p.parts]
+        while any(file_state(p) is None for p in files):
+            time.sleep(0.01)
 
     def run(self, *args: str, paths: tuple[str, ...] = ("data",), tokaudit: bool = True,
             plugins: tuple[str, ...] = ()):

@@ -53,6 +53,7 @@ def test_appending_a_line_re_audits_the_last_two_shards_only(project: TokProject
     path = project.path / "data/big.jsonl"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(jsonl_bytes(records))
+    project.settle()  # the cold run stores the shards the appends below reuse
 
     cold = project.run("--tokaudit-json=audit.json")
     assert_no_crash(cold)

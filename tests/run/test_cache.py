@@ -82,6 +82,7 @@ def dataset(project: TokProject) -> TokProject:
     project.jsonl("data/b.jsonl", [good(6), good(7, billed=12), good(1)])  # count; dup id 1
     project.jsonl("data/big.jsonl", [good(i) for i in range(10, 30)])  # ~2 KB: 4 shards
     project.jsonl("data/c.jsonl.gz", [good(i) for i in range(30, 35)])
+    project.settle()  # the cold run stores every entry
     return project
 
 
@@ -144,6 +145,7 @@ def test_a_changed_file_or_shard_is_audited_again_alone(dataset: TokProject):
     path.write_bytes(data.replace(b'"completion_tokens": 10', b'"completion_tokens": 11', 1))
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
     assert path.stat().st_size == st.st_size and path.stat().st_mtime_ns == st.st_mtime_ns
+    dataset.settle()  # this run stores a.jsonl's entry, the next reuses it
 
     result = dataset.run()
     assert audited(dataset) == 5  # a.jsonl only
@@ -303,6 +305,7 @@ def test_a_changed_tokenizer_invalidates(pytester: pytest.Pytester):
                 tokaudit_count_mean_rel="")
     project.write("conftest.py", COUNTER)
     project.jsonl("data/a.jsonl", [rec(i, 5, last=151645) for i in range(3)])
+    project.settle()
     assert project.run().ret == pytest.ExitCode.OK
     assert audited(project) == 3
     project.run()
@@ -342,6 +345,7 @@ def test_parquet_row_group_shards_are_cached(project: TokProject):
     path.parent.mkdir()
     rows = [good(i) for i in range(6)] + [good(6, billed=40)]
     pq.write_table(pa.Table.from_pylist(rows), path, row_group_size=2)  # 4 row-group shards
+    project.settle()
     cold = project.run()
     assert audited(project) == 7
     warm = project.run()
@@ -486,6 +490,7 @@ def test_the_key_covers_a_check_however_it_was_built(project: TokProject):
         project.jsonl(f"data/{variant}/a.jsonl", [rec(i, 5) for i in range(3)])
         for name, text in variant_files(variant).items():
             project.write(f"data/{variant}/{name}", text)
+    project.settle()
     first = Run(project.run("--tokaudit-json=audit.json"))
     assert_no_crash(first.result)
     assert first.ret == pytest.ExitCode.OK, first
@@ -536,6 +541,7 @@ def guarded(lock):
 pytest_tokaudit_check_batch = guarded(threading.Lock())
 """
     project.write("conftest.py", guarded)
+    project.settle()
     for expected in (6, 0):
         result = project.run("--tokaudit-json=audit.json", "-W", "default")
         assert_no_crash(result)
