@@ -289,6 +289,7 @@ def test_prompt_audit_on_the_joined_pair(pytester: pytest.Pytester, suffix: str)
     def prompt_lines(result: pytest.RunResult) -> list[str]:
         return [s for s in failure_section(result, "data/out.jsonl") if ": prompt_count: " in s]
 
+    project.settle()  # its entry is reused below
     result, cache = run()
     assert cache["audited"] == ["data/out.jsonl::tokaudit"]
     assert outcome_lines(result, "requests") == ["passed", "4 requests, 4 answered exactly once"]

@@ -54,6 +54,7 @@ def assert_warm_is_cold(project: TokProject, *args: str) -> pytest.RunResult:
 
 def first_runs(project: TokProject, *args: str) -> None:
     """A cold run and a warm one, both green, the second served by the cache."""
+    project.settle()
     first = project.run("--tokaudit-json=audit.json", *args)
     assert_no_crash(first)
     assert first.ret == pytest.ExitCode.OK, first.stdout.str()

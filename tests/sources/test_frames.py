@@ -258,6 +258,7 @@ def test_the_cache_reuses_the_shards_whose_frames_did_not_change(gate: Gate):
     data = project(gate, tokaudit_cache_dir=".audit-cache")
     chunks = [data[i:i + FRAME] for i in range(0, len(data), FRAME)]
     gate.write("data/multi.jsonl.zst", zst_frames(data))
+    gate.settle()
     first = gate.run("--tokaudit-json=a.json")
     assert_clean(first)
     again = gate.run("--tokaudit-json=b.json")
